@@ -1,0 +1,42 @@
+"""bridge_plugins: profile exactly the steps and ranks you ask for in NeMo Run training jobs.
+
+Launch side (imports nemo_run): ``NsysPlugin``, ``PyTorchProfilerPlugin``, ``FaultTolerancePlugin``.
+Job side (imports torch, never nemo_run): ``ProfilingController``.
+Shared: ``ProfilingConfig``.
+
+The plugin classes and the controller are resolved lazily so that a training job that only
+needs the runtime never pays for ``import nemo_run`` (2-5 s and ~125 MB per rank), and a
+driver script that only needs the plugins never imports torch through us.
+"""
+
+from bridge_plugins.config import ProfilingConfig
+
+__all__ = [
+    "ProfilingConfig",
+    "ProfilingController",
+    "NsysPlugin",
+    "PyTorchProfilerPlugin",
+    "FaultTolerancePlugin",
+]
+
+_LAZY = {
+    "ProfilingController": "bridge_plugins.runtime",
+    "NsysPlugin": "bridge_plugins.plugins",
+    "PyTorchProfilerPlugin": "bridge_plugins.plugins",
+    "FaultTolerancePlugin": "bridge_plugins.plugins",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bridge_plugins' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

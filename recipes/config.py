@@ -1,0 +1,75 @@
+"""ConfigContainer: every setting of the example training job, one dataclass section each.
+
+Shaped like Megatron Bridge's ConfigContainer (a ``profiling`` section of type
+``ProfilingConfig`` and an ``ft`` section with ``enable_ft_package``), so the plugins and the
+controller work the same on ours and on theirs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bridge_plugins.config import ProfilingConfig
+
+
+@dataclass
+class ModelConfig:
+    """A small decoder-only transformer."""
+
+    vocab_size: int = 256
+    """Tokens in the vocabulary."""
+    hidden_size: int = 64
+    """Width of the residual stream."""
+    num_layers: int = 2
+    """Transformer blocks."""
+    num_heads: int = 4
+    """Attention heads per block."""
+    ffn_multiplier: int = 4
+    """MLP width as a multiple of hidden_size."""
+
+
+@dataclass
+class TrainingConfig:
+    """The loop: how long, how big, how often to log."""
+
+    train_iters: int = 20
+    """Training iterations (steps 0 .. train_iters-1)."""
+    micro_batch_size: int = 4
+    """Sequences per rank per step."""
+    seq_length: int = 64
+    """Tokens per sequence."""
+    seed: int = 1234
+    """Seed for the model init and the synthetic data (each rank offsets it by its rank)."""
+    log_interval: int = 5
+    """Print a log line every this many steps (and on the last step)."""
+    device: str = "auto"
+    """'auto' (CUDA when present, else CPU), 'cpu' or 'cuda'."""
+
+
+@dataclass
+class OptimizerConfig:
+    """AdamW."""
+
+    lr: float = 3e-3
+    """Learning rate."""
+    weight_decay: float = 0.01
+    """Decoupled weight decay."""
+
+
+@dataclass
+class FaultToleranceConfig:
+    """Megatron Bridge's fault-tolerance section; only the switch matters here."""
+
+    enable_ft_package: bool = False
+    """True when the job runs under nvidia-resiliency-ext's ft_launcher (disables nsys)."""
+
+
+@dataclass
+class ConfigContainer:
+    """The whole job configuration."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainingConfig = field(default_factory=TrainingConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    ft: FaultToleranceConfig = field(default_factory=FaultToleranceConfig)
+    profiling: ProfilingConfig = field(default_factory=ProfilingConfig)

@@ -1,0 +1,68 @@
+"""Hydra-style dotted overrides (``profiling.use_pytorch_profiler=true``) for ConfigContainer.
+
+Parsing is OmegaConf's: the default ConfigContainer becomes a structured config, each
+``key=value`` is merged with ``merge_with_dotlist`` (values are read as YAML, so ``true``,
+``[0,1]``, ``null`` and ``"a quoted string"`` work), and ``OmegaConf.to_object`` builds the
+dataclasses, which runs ``ProfilingConfig.validate``. Everything fails before training starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, List, Optional
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from recipes.config import ConfigContainer
+
+
+class OverrideError(ValueError):
+    """A command-line override that names no field or holds a bad value."""
+
+
+def valid_keys(cls=ConfigContainer, prefix: str = "") -> List[str]:
+    """Every dotted key that an override may set, e.g. ``train.train_iters``."""
+    keys = []
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if dataclasses.is_dataclass(default):
+            keys += valid_keys(type(default), f"{prefix}{f.name}.")
+        else:
+            keys.append(f"{prefix}{f.name}")
+    return keys
+
+
+def _keys_help() -> str:
+    return "valid keys:\n  " + "\n  ".join(valid_keys())
+
+
+def parse_overrides(args: Iterable[str], base: Optional[ConfigContainer] = None) -> ConfigContainer:
+    """Apply ``key=value`` overrides to ``base`` (default: a fresh ConfigContainer).
+
+    Empty arguments are ignored: NeMo Run's local launcher appends a literal ``''`` to the
+    command line when nsys is on.
+    """
+    conf = OmegaConf.structured(base if base is not None else ConfigContainer())
+    keys = set(valid_keys())
+    for arg in args:
+        if not arg.strip():
+            continue
+        if "=" not in arg:
+            raise OverrideError(f"override {arg!r} is not of the form key=value; {_keys_help()}")
+        key, value = arg.split("=", 1)
+        key = key.strip()
+        if key not in keys:
+            raise OverrideError(f"unknown override key {key!r} (in {arg!r}); {_keys_help()}")
+        try:
+            conf.merge_with_dotlist([f"{key}={value}"])
+        except OmegaConfBaseException as e:
+            msg = str(e).splitlines()[0]
+            raise OverrideError(f"bad value in override {arg!r}: {msg}") from None
+    try:
+        return OmegaConf.to_object(conf)
+    except OmegaConfBaseException as e:
+        cause = e.__cause__ or e
+        raise OverrideError(f"invalid configuration: {str(cause).splitlines()[0]}") from None
+    except (TypeError, ValueError) as e:
+        raise OverrideError(f"invalid configuration: {e}") from None
