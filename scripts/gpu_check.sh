@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# One prepared GPU check (run on a machine with CUDA, from the repo root): the GPU-only tests,
+# the per-op NVTX cost benchmark bare and, if an nsys binary exists, under nsys with a
+# whole-process capture (every variant pays the attached tool). Writes logs to ${OUT:-/tmp/gpu_check}.
+set -uo pipefail
+OUT=${OUT:-/tmp/gpu_check}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+nvidia-smi -L 2>&1 | tee "$OUT/gpu.txt"
+$PY -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" | tee -a "$OUT/gpu.txt"
+echo "== GPU tests"
+timeout 240 $PY -m pytest -p no:cacheprovider -q -rs tests/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log"
+echo "== per-op NVTX cost, no tool attached"
+timeout 120 $PY benchmarks/nvtx_gpu.py --rounds 5 --steps 20 --json "$OUT/nvtx_bare.json" 2>&1 | tee "$OUT/nvtx_bare.log"
+NSYS=$(command -v nsys || ls /opt/nvidia/*/host/target-linux-x64/nsys /opt/nvidia/nsight-*/*/host/target-linux-x64/nsys 2>/dev/null | head -1)
+if [ -n "$NSYS" ]; then
+  echo "== under $NSYS"
+  timeout 180 "$NSYS" profile -s none -t cuda,nvtx \
+    --force-overwrite=true -o /tmp/gpu_check_nsys $PY benchmarks/nvtx_gpu.py --rounds 3 --steps 10 \
+    --json "$OUT/nvtx_nsys.json" 2>&1 | tail -30 | tee "$OUT/nvtx_nsys.log"
+  ls -la /tmp/gpu_check_nsys* 2>&1 | tee -a "$OUT/nvtx_nsys.log"
+else
+  echo "no nsys binary found" | tee "$OUT/nvtx_nsys.log"
+fi
