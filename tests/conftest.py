@@ -1,6 +1,7 @@
 """pytest configuration. Helpers live in tests/support.py (import them from there)."""
 
 import logging
+import os
 
 import pytest
 
@@ -10,3 +11,37 @@ def _bridge_plugins_logs(caplog):
     """Capture bridge_plugins' log records at INFO so tests can assert on warnings and artifact lines."""
     caplog.set_level(logging.INFO, logger="bridge_plugins")
     yield
+
+
+def _slurm_problem():
+    """Why the local Slurm cluster cannot be used, or None when it answers."""
+    import shutil
+    import subprocess
+
+    if os.environ.get("BRIDGE_SLURM_UNAVAILABLE"):
+        return os.environ["BRIDGE_SLURM_UNAVAILABLE"]
+    if shutil.which("sbatch") is None:
+        return "no sbatch on PATH: run scripts/slurm/up.sh (or scripts/test.sh, which does)"
+    for cmd in (["scontrol", "ping"], ["sacct", "-n", "-X", "-S", "now"]):
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"{' '.join(cmd)} failed: {e}"
+        if proc.returncode != 0 or (cmd[0] == "scontrol" and "UP" not in proc.stdout):
+            return f"{' '.join(cmd)} failed: {(proc.stdout + proc.stderr).strip()[:300]}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """The local Slurm cluster (scripts/slurm/up.sh). Skips without one, except under CI=true,
+    where a skipped Slurm test would let CI pass without ever submitting a job: there it fails."""
+    problem = _slurm_problem()
+    if problem:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"Slurm tests cannot be skipped under CI=true: {problem}")
+        pytest.skip(f"no Slurm cluster: {problem}")
+    return {
+        "account": os.environ.get("BRIDGE_SLURM_ACCOUNT", "bridge"),
+        "partition": os.environ.get("BRIDGE_SLURM_PARTITION", "debug"),
+    }

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole test suite: set up the venv, bring up the local Slurm cluster when this machine can
+# (root and apt-get available), run pytest, and stop the daemons this script started.
+# Extra arguments go to pytest (e.g. scripts/test.sh -k controller).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+bash scripts/setup.sh
+
+started_slurm=0
+stop_slurm() {
+  if [ "$started_slurm" = 1 ]; then bash scripts/slurm/down.sh || true; fi
+}
+trap stop_slurm EXIT
+if [ "${BRIDGE_SKIP_SLURM:-0}" = 1 ]; then
+  export BRIDGE_SLURM_UNAVAILABLE="BRIDGE_SKIP_SLURM=1 was set"
+elif [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+  export BRIDGE_SLURM_UNAVAILABLE="bringing up Slurm needs root and apt-get (scripts/slurm/up.sh)"
+else
+  s=$(date +%s)
+  if out=$(bash scripts/slurm/up.sh 2>&1); then
+    echo "$out"
+    # a cluster that was already up (started earlier by hand) is left running afterwards
+    if ! grep -q "already up" <<<"$out"; then started_slurm=1; fi
+    echo "[test] Slurm cluster up in $(( $(date +%s) - s )) s"
+  else
+    echo "$out"
+    export BRIDGE_SLURM_UNAVAILABLE="scripts/slurm/up.sh failed (see its output above)"
+  fi
+fi
+set +e
+.venv/bin/python -m pytest -ra "$@"
+rc=$?
+set -e
+echo "[test] pytest exit code $rc after $(( $(date +%s) - start )) s in all"
+exit $rc
