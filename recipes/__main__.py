@@ -111,6 +111,19 @@ def make_executor(args: argparse.Namespace, base_dir: str):
     return executor
 
 
+def launch_text(request) -> str:
+    """What NeMo Run would launch: the sbatch script (Slurm) or the command line (local)."""
+    import shlex
+
+    if hasattr(request, "materialize"):
+        return "sbatch script:\n" + request.materialize()
+    lines = []
+    for role, replicas in request.role_params.items():
+        for replica in replicas:
+            lines.append(f"launch command ({role}, cwd {replica.cwd}):\n  {shlex.join(replica.args)}")
+    return "\n".join(lines)
+
+
 class Progress:
     """Prints the job's training log lines (step, loss, artifacts) while NeMo Run waits for it."""
 
@@ -173,7 +186,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     with run.Experiment(args.name, base_dir=base_dir, enable_goodbye_message=False, log_level="WARN") as exp:
         exp.add(recipe, executor=executor, plugins=plugins, name="tiny_gpt")
         if args.dryrun:
-            exp.dryrun(log=True)
+            exp.dryrun(log=False)
+            print(launch_text(exp.jobs[0]._dryrun_info.request))
+            profiling = getattr(getattr(exp.jobs[0].task, "config", None), "profiling", None)
+            if profiling is not None:
+                print(f"job's profiling config: {dict(profiling.__arguments__)}")
             return 0
         job = exp.jobs[0]
         job_dir = Path(job.executor.job_dir)
