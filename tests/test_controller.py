@@ -282,3 +282,15 @@ def test_rank_is_read_from_the_environment(tmp_path, train_step, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "4")
     run_loop(ProfilingController(cfg(tmp_path, profile_step_start=0, profile_step_end=1, profile_ranks=[2])), train_step, range(1))
     assert list(trace_files(tmp_path)) == [2]
+
+
+def test_job_side_never_imports_nemo_run():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, bridge_plugins.runtime, recipes.train; from bridge_plugins import ProfilingController; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nemo_run', 'fiddle', 'torchx')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"

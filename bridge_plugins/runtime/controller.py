@@ -162,6 +162,11 @@ class ProfilingController:
             return self  # an unselected rank does no profiling work at all
         self.output_dir = Path(cfg.output_dir or DEFAULT_OUTPUT_DIR).expanduser().resolve()
         self._backends = self._make_backends(cfg)
+        log.info(
+            "rank %d: profiling steps %d-%d with %s; artifacts under %s",
+            self.rank, cfg.profile_step_start, cfg.profile_step_end - 1,
+            ", ".join(b.name for b in self._backends), self.output_dir,
+        )
         for b in list(self._backends):
             self._call(b, "on_enter")
         self._state, self._next = "armed", cfg.profile_step_start

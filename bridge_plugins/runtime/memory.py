@@ -39,6 +39,7 @@ class MemoryHistoryBackend:
         self.recording = False
 
     def on_enter(self) -> None:
+        log.info("rank %d: memory snapshots go to %s", self.rank, self.directory / f"{self.stem}_{self.rank}{self.suffix}")
         if not torch.cuda.is_available():
             log.warning(
                 "rank %d: record_memory_history requested but CUDA is not available: no memory snapshot will be "

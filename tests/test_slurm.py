@@ -1,0 +1,325 @@
+"""Real jobs on the local Slurm cluster (scripts/slurm/up.sh) through NeMo Run's SlurmExecutor.
+
+Every job is submitted with ``sbatch`` through ``run.LocalTunnel`` and must reach SUCCEEDED in
+NeMo Run and ``COMPLETED|0:0`` in ``sacct``. The checks read what the job really left behind:
+per-rank traces (exact window steps, one file per rank, none overwritten), the argv the stand-in
+``nsys`` (tests/helpers/fake_nsys) recorded per task, and the args a ``run.Script`` received.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+from typing import Dict, Optional
+
+import nemo_run as run
+import pytest
+from nemo_run.config import get_nemorun_home, set_nemorun_home
+from nemo_run.run.torchx_backend.schedulers import local as nr_local
+from nemo_run.run.torchx_backend.schedulers import slurm as nr_slurm
+
+from bridge_plugins import FaultTolerancePlugin, NsysPlugin, PyTorchProfilerPlugin
+from bridge_plugins.plugins import ProfilingPluginWarning
+from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
+from tests.support import ROOT, VENV_BIN, clean_env, trace_files, trace_steps
+
+pytestmark = pytest.mark.slurm
+
+START, END, STEPS = 3, 6, 8
+WINDOW = set(range(START, END))
+RANKS = [0, 1]
+SMALL = dict(train__train_iters=STEPS, model__hidden_size=32)
+SMALL_ARGS = [f"train.train_iters={STEPS}", "model.hidden_size=32"]
+FAKE_NSYS = ROOT / "tests" / "helpers" / "fake_nsys"
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch):
+    """An isolated NeMo Run home and job indexes per test (nothing lands in ~/.nemo_run)."""
+    old = get_nemorun_home()
+    h = tmp_path / "nemo_home"
+    set_nemorun_home(str(h))
+    monkeypatch.setattr(nr_local, "LOCAL_JOB_DIRS", str(h / ".local_jobs.json"))
+    monkeypatch.setattr(nr_slurm, "SLURM_JOB_DIRS", str(h / ".slurm_jobs"))
+    # LocalTunnel runs sbatch/sacct through invoke, which copies our stdin to the command; pytest's
+    # captured stdin raises on read, so give it an empty one.
+    with open(os.devnull) as devnull:
+        monkeypatch.setattr(sys, "stdin", devnull)
+        yield h
+    set_nemorun_home(old)
+
+
+def job_env(path_prefix: Optional[Path] = None, **extra: str) -> Dict[str, str]:
+    """PATH with the venv's bin first (sbatch exports it to the job), PYTHONPATH = repo root."""
+    path = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    if path_prefix is not None:
+        path = f"{path_prefix}{os.pathsep}{path}"
+    return {"PATH": path, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **extra}
+
+
+def slurm_executor(cluster, base_dir: Path, *, ntasks_per_node: int = 2, launcher=None,
+                   env: Optional[Dict[str, str]] = None) -> run.SlurmExecutor:
+    executor = run.SlurmExecutor(
+        account=cluster["account"],
+        partition=cluster["partition"],
+        nodes=1,
+        ntasks_per_node=ntasks_per_node,
+        time="00:05:00",
+        # LocalTunnel copies nothing: its job_dir must be the experiments dir NeMo Run writes to.
+        tunnel=run.LocalTunnel(job_dir=str(base_dir / "experiments")),
+        packager=run.Packager(),
+        env_vars=env or job_env(),
+    )
+    if launcher is not None:
+        executor.launcher = launcher
+    return executor
+
+
+def sacct_line(slurm_id: str, timeout: float = 30.0) -> str:
+    """``JobID|State|ExitCode`` of the allocation, once sacct has a final state for it."""
+    line = ""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        proc = subprocess.run(["sacct", "-j", slurm_id, "-X", "-n", "-P", "-o", "JobID,State,ExitCode"],
+                              capture_output=True, text=True, timeout=20)
+        line = proc.stdout.strip()
+        if line and not any(s in line for s in ("PENDING", "RUNNING", "COMPLETING")):
+            return line
+        time.sleep(1)
+    return line
+
+
+def job_logs(job_dir: Path) -> str:
+    return "\n".join(f"==> {p} <==\n{p.read_text(errors='replace')[-4000:]}"
+                     for p in sorted(job_dir.rglob("*")) if p.is_file() and p.suffix in (".out", ".log", ".err"))
+
+
+class Ran:
+    """What a finished Slurm job left: NeMo Run status, Slurm id, sacct line, job dir."""
+
+    def __init__(self, exp: run.Experiment, status: dict):
+        (self.info,) = status.values()
+        self.exp = exp
+        self.job = exp.jobs[0]
+        self.job_dir = Path(self.job.executor.job_dir)
+        self.slurm_id = str(self.info["job_id"])
+        self.sacct = sacct_line(self.slurm_id)
+        self.logs = job_logs(self.job_dir)
+
+    def sbatch_text(self) -> str:
+        return Path(self.job.executor.experiment_dir, f"{self.job.executor.job_name}_sbatch.sh").read_text()
+
+    def assert_succeeded(self) -> None:
+        assert "SUCCEEDED" in str(self.info["status"]), f"NeMo Run status {self.info['status']}\n{self.logs}"
+        assert re.fullmatch(r"\d+", self.slurm_id), self.info
+        assert self.sacct == f"{self.slurm_id}|COMPLETED|0:0", f"sacct: {self.sacct!r}\n{self.logs}"
+
+
+def run_on_slurm(base_dir: Path, task, executor, plugins, name: str = "tiny_gpt") -> Ran:
+    """Submit through sbatch, wait for the end (Experiment.__exit__), read the final status."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ProfilingPluginWarning)  # CPU: nsys/memory history warn; fine
+        with run.Experiment("slurmtest", base_dir=str(base_dir), enable_goodbye_message=False, log_level="WARN") as exp:
+            exp.add(task, executor=executor, plugins=plugins, name=name)
+            exp.run(detach=False)
+    return Ran(exp, exp.status(return_dict=True))
+
+
+def assert_window_traces(output_dir: Path, ranks=RANKS) -> None:
+    """Exactly one trace per selected rank, distinct names, each holding exactly the window."""
+    files = trace_files(output_dir)
+    assert sorted(files) == sorted(ranks), files
+    names = [p.name for paths in files.values() for p in paths]
+    assert len(names) == len(set(names)) == len(ranks), names
+    for rank, paths in files.items():
+        assert [p.name for p in paths] == [f"rank{rank}_steps{START}-{END - 1}.pt.trace.json.gz"]
+        assert trace_steps(paths[0]) == WINDOW, (rank, trace_steps(paths[0]))
+
+
+def pytorch_plugin(**kw) -> PyTorchProfilerPlugin:
+    return PyTorchProfilerPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=RANKS, **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# run.Partial + PyTorchProfilerPlugin
+# --------------------------------------------------------------------------------------------
+
+
+def test_partial_two_slurm_tasks_without_launcher(slurm_cluster, tmp_path):
+    ran = run_on_slurm(tmp_path, tiny_gpt_recipe(**SMALL), slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2),
+                       [pytorch_plugin()])
+    ran.assert_succeeded()
+    # Two Slurm tasks, one process group built from SLURM_PROCID/SLURM_NTASKS.
+    assert "training 8 steps on 2 rank(s)" in ran.logs, ran.logs
+    assert_window_traces(ran.job_dir)
+
+
+def test_partial_torchrun_two_ranks_in_one_task(slurm_cluster, tmp_path):
+    ran = run_on_slurm(tmp_path, tiny_gpt_recipe(**SMALL),
+                       slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2, launcher=run.Torchrun()),
+                       [pytorch_plugin()])
+    ran.assert_succeeded()
+    text = ran.sbatch_text()
+    assert "torchrun" in text and "--ntasks-per-node=1" in text, text
+    assert "training 8 steps on 2 rank(s)" in ran.logs, ran.logs
+    assert_window_traces(ran.job_dir)
+
+
+# --------------------------------------------------------------------------------------------
+# run.Script + PyTorchProfilerPlugin: the overrides survive the sbatch script's unquoted join
+# --------------------------------------------------------------------------------------------
+
+AWKWARD = "snaps dir; x/mem snap $HOME 'q' \"dq\".pickle"
+
+# Records exactly what the job's argv was and what the override parser made of it, then trains.
+PROBE = textwrap.dedent(
+    """
+    import json, os, sys
+    from recipes.overrides import parse_overrides
+    from recipes.train import main
+    rank = os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0"))
+    cfg = parse_overrides(sys.argv[1:]).profiling
+    with open(os.path.join(sys.argv[0] + ".d", f"argv.{rank}.{os.getpid()}.json"), "w") as f:
+        json.dump({"argv": sys.argv[1:], "memory_snapshot_path": cfg.memory_snapshot_path,
+                   "output_dir": cfg.output_dir, "profile_ranks": cfg.profile_ranks}, f)
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+def test_script_overrides_survive_sbatch_srun_tasks(slurm_cluster, tmp_path):
+    """Two plain Slurm tasks run a probe that records its argv and the parsed value, then trains."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    records = tmp_path / "probe.py.d"
+    records.mkdir()
+    task = run.Script(path=str(probe), args=list(SMALL_ARGS), entrypoint="python")
+    executor = slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2)
+    ran = run_on_slurm(tmp_path, task, executor,
+                       [pytorch_plugin(record_memory_history=True, memory_snapshot_path=AWKWARD)])
+    ran.assert_succeeded()
+    # The value is in the script text, encoded (it is joined into a bash line unquoted by NeMo Run).
+    assert "snap" in ran.sbatch_text() and AWKWARD not in ran.sbatch_text()
+    seen = [json.loads(p.read_text()) for p in sorted(records.glob("argv.*.json"))]
+    assert len(seen) == 2, seen  # both ranks ran the probe
+    for rec in seen:
+        assert rec["memory_snapshot_path"] == AWKWARD, rec
+        assert f"profiling.memory_snapshot_path={json.dumps(AWKWARD)}" in rec["argv"], rec["argv"]
+        assert rec["output_dir"] == str(ran.job_dir) and rec["profile_ranks"] == RANKS, rec
+    # On CPU no snapshot is written; the job says so and trains on.
+    assert "record_memory_history requested but CUDA is not available" in ran.logs
+    assert_window_traces(ran.job_dir)
+
+
+def test_script_python_m_recipes_train_under_torchrun(slurm_cluster, tmp_path):
+    """The real `python -m recipes.train` as a run.Script, torchrun ranks, the awkward path."""
+    executor = slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2, launcher=run.Torchrun())
+    ran = run_on_slurm(tmp_path, tiny_gpt_script(*SMALL_ARGS), executor,
+                       [pytorch_plugin(record_memory_history=True, memory_snapshot_path=AWKWARD)])
+    ran.assert_succeeded()
+    text = ran.sbatch_text()
+    assert "-m recipes.train" in text and "torchrun" in text, text
+    # each selected rank logs where its snapshot goes: the value arrived intact through bash
+    for rank in RANKS:
+        assert f"rank {rank}: memory snapshots go to {ran.job_dir}/snaps dir; x/mem snap $HOME 'q' \"dq\"_{rank}.pickle" in ran.logs, ran.logs
+    assert_window_traces(ran.job_dir)
+
+
+# --------------------------------------------------------------------------------------------
+# NsysPlugin with the stand-in nsys
+# --------------------------------------------------------------------------------------------
+
+
+def test_nsys_one_report_per_slurm_task(slurm_cluster, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").symlink_to(FAKE_NSYS)
+    nsys_log = tmp_path / "nsys_log"
+    nsys_log.mkdir()
+    executor = slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2,
+                              env=job_env(path_prefix=bin_dir, FAKE_NSYS_LOG=str(nsys_log)))
+    plugin = NsysPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=RANKS)
+    ran = run_on_slurm(tmp_path, tiny_gpt_recipe(**SMALL), executor, [plugin])
+    ran.assert_succeeded()
+
+    records = [json.loads(p.read_text()) for p in sorted(nsys_log.glob("nsys.*.json"))]
+    assert len(records) == 2, records  # no launcher: one nsys per Slurm task
+    report_dir = ran.job_dir / "nsys_profile"
+    outputs = []
+    for rec in records:
+        opts = rec["options"]
+        o = opts[opts.index("-o") + 1]
+        # Slurm passed the placeholders literally; nsys (here: the stand-in) expands them per task.
+        assert o.startswith(f"{report_dir}/"), o
+        for var in ("SLURM_JOB_ID", "SLURM_NODEID", "SLURM_PROCID"):
+            assert f"%q{{{var}}}" in o, o
+        assert "%p" in o, o
+        assert rec["command"][:3] == ["python", "-m", "nemo_run.core.runners.fdl_runner"], rec["command"]
+        outputs.append(rec["output"])
+    assert len(set(outputs)) == 2, outputs
+    expected = {f"{report_dir}/profile_{{pid}}_{ran.slurm_id}_node0_rank{r}" for r in RANKS}
+    assert {re.sub(r"profile_\d+_", "profile_{pid}_", o) for o in outputs} == expected, outputs
+    reports = sorted(report_dir.glob("*.nsys-rep"))
+    assert sorted(str(p) for p in reports) == sorted(o + ".nsys-rep" for o in outputs)
+    # On CPU the job skips cudaProfilerStart/Stop but still runs the window on both ranks.
+    assert "nsys profiling requested but CUDA is not available" in ran.logs
+    assert "training 8 steps on 2 rank(s)" in ran.logs
+
+
+# --------------------------------------------------------------------------------------------
+# FaultTolerancePlugin + NsysPlugin: a valid sbatch script without nsys, in either order
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["ft_then_nsys", "nsys_then_ft"])
+def test_fault_tolerance_with_nsys_renders_valid_sbatch_without_nsys(slurm_cluster, tmp_path, order):
+    ft = FaultTolerancePlugin()
+    nsys = NsysPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=RANKS)
+    plugins = [ft, nsys] if order == "ft_then_nsys" else [nsys, ft]
+    executor = slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2)
+    with pytest.warns(ProfilingPluginWarning, match="nsys"):
+        with run.Experiment("fttest", base_dir=str(tmp_path), enable_goodbye_message=False, log_level="WARN") as exp:
+            exp.add(tiny_gpt_recipe(**SMALL), executor=executor, plugins=plugins, name="tiny_gpt")
+            exp.dryrun(log=False, delete_exp_dir=False)
+    job = exp.jobs[0]
+    script = Path(job.executor.experiment_dir, f"{job.executor.job_name}_sbatch.sh")
+    text = script.read_text()
+    (srun,) = [ln for ln in text.splitlines() if ln.startswith("srun --output")]
+    assert " --kill-on-bad-exit=1 ft_launcher " in srun, srun
+    assert "nsys" not in text.replace(str(tmp_path), "<tmp>"), text  # (the tmp dir's name holds 'nsys')
+    assert not (Path(job.executor.job_dir) / "nsys_profile").exists()
+    assert "--ntasks-per-node=1" in text, text  # FT, like torchrun, runs one task per node
+    proc = subprocess.run(["sbatch", "--test-only", str(script)], capture_output=True, text=True, timeout=30,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "to start at" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# The main job
+# --------------------------------------------------------------------------------------------
+
+
+def test_main_job_on_slurm(slurm_cluster, tmp_path):
+    cmd = [sys.executable, "-m", "recipes", "--executor", "slurm", "--account", slurm_cluster["account"],
+           "--partition", slurm_cluster["partition"], "--steps", str(STEPS), "--start", str(START),
+           "--end", str(END), "--ranks", "0,1", "--base-dir", str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=ROOT, env=clean_env(NEMORUN_HOME=str(tmp_path / "nemo_home")),
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "Steps captured per rank: rank 0: 3-5, rank 1: 3-5" in proc.stdout, proc.stdout[-4000:]
+    m = re.search(r"job directory: (\S+)", proc.stdout)
+    assert m, proc.stdout
+    assert_window_traces(Path(m.group(1)))
