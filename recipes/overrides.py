@@ -9,6 +9,7 @@ dataclasses, which runs ``ProfilingConfig.validate``. Everything fails before tr
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from typing import Iterable, List, Optional
 
 from omegaconf import OmegaConf
@@ -37,17 +38,35 @@ def _keys_help() -> str:
     return "valid keys:\n  " + "\n  ".join(valid_keys())
 
 
+def _unquote(arg: str) -> str:
+    """Undo one layer of shell quoting that reached us literally.
+
+    NeMo Run shell-quotes run.Script arguments for torchrun and ft_launcher, but LocalExecutor
+    starts the process without a shell, so the job receives ``'profiling.profile_ranks=[0,1]'``
+    quotes and all. A real override starts with its key, never with a quote, so an argument that
+    starts with one and is a single shell word is unquoted.
+    """
+    if arg[:1] not in ("'", '"'):
+        return arg
+    try:
+        words = shlex.split(arg)
+    except ValueError:
+        return arg
+    return words[0] if len(words) == 1 else arg
+
+
 def parse_overrides(args: Iterable[str], base: Optional[ConfigContainer] = None) -> ConfigContainer:
     """Apply ``key=value`` overrides to ``base`` (default: a fresh ConfigContainer).
 
     Empty arguments are ignored: NeMo Run's local launcher appends a literal ``''`` to the
-    command line when nsys is on.
+    command line when nsys is on. Arguments that arrive still shell-quoted are unquoted once.
     """
     conf = OmegaConf.structured(base if base is not None else ConfigContainer())
     keys = set(valid_keys())
     for arg in args:
         if not arg.strip():
             continue
+        arg = _unquote(arg)
         if "=" not in arg:
             raise OverrideError(f"override {arg!r} is not of the form key=value; {_keys_help()}")
         key, value = arg.split("=", 1)

@@ -45,3 +45,28 @@ def slurm_cluster():
         "account": os.environ.get("BRIDGE_SLURM_ACCOUNT", "bridge"),
         "partition": os.environ.get("BRIDGE_SLURM_PARTITION", "debug"),
     }
+
+
+@pytest.fixture
+def nemo_home(tmp_path, monkeypatch):
+    """An isolated NeMo Run home and job indexes per test (nothing lands in ~/.nemo_run).
+
+    Also gives the test an empty stdin: NeMo Run's LocalTunnel and Slurm packaging run shell
+    commands through invoke, which reads stdin, and pytest's captured stdin raises on read.
+    """
+    import importlib
+    import sys
+
+    from nemo_run.config import get_nemorun_home, set_nemorun_home
+
+    nr_local = importlib.import_module("nemo_run.run.torchx_backend.schedulers.local")
+    nr_slurm = importlib.import_module("nemo_run.run.torchx_backend.schedulers.slurm")
+    old = get_nemorun_home()
+    home = tmp_path / "nemo_home"
+    set_nemorun_home(str(home))
+    monkeypatch.setattr(nr_local, "LOCAL_JOB_DIRS", str(home / ".local_jobs.json"))
+    monkeypatch.setattr(nr_slurm, "SLURM_JOB_DIRS", str(home / ".slurm_jobs"))
+    with open(os.devnull) as devnull:
+        monkeypatch.setattr(sys, "stdin", devnull)
+        yield home
+    set_nemorun_home(old)

@@ -8,8 +8,6 @@ both profilers' windows (1), resume (2), start == end (3, in test_config), early
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
 
 import pytest
 import torch

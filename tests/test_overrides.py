@@ -73,3 +73,10 @@ def test_valid_keys_cover_every_profiling_field():
     keys = valid_keys()
     assert {f"profiling.{f}" for f in profiling_fields()} <= set(keys)
     assert "ft.enable_ft_package" in keys
+
+
+def test_arguments_that_arrive_still_shell_quoted_are_unquoted_once():
+    # NeMo Run quotes Script args for torchrun; LocalExecutor passes them without a shell
+    cfg = parse_overrides(["'profiling.profile_ranks=[0,1]'", "'profiling.memory_snapshot_path=\"/a b/c;d.pickle\"'"])
+    assert cfg.profiling.profile_ranks == [0, 1]
+    assert cfg.profiling.memory_snapshot_path == "/a b/c;d.pickle"

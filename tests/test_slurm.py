@@ -21,9 +21,6 @@ from typing import Dict, Optional
 
 import nemo_run as run
 import pytest
-from nemo_run.config import get_nemorun_home, set_nemorun_home
-from nemo_run.run.torchx_backend.schedulers import local as nr_local
-from nemo_run.run.torchx_backend.schedulers import slurm as nr_slurm
 
 from bridge_plugins import FaultTolerancePlugin, NsysPlugin, PyTorchProfilerPlugin
 from bridge_plugins.plugins import ProfilingPluginWarning
@@ -46,19 +43,9 @@ FAKE_NSYS = ROOT / "tests" / "helpers" / "fake_nsys"
 
 
 @pytest.fixture(autouse=True)
-def home(tmp_path, monkeypatch):
-    """An isolated NeMo Run home and job indexes per test (nothing lands in ~/.nemo_run)."""
-    old = get_nemorun_home()
-    h = tmp_path / "nemo_home"
-    set_nemorun_home(str(h))
-    monkeypatch.setattr(nr_local, "LOCAL_JOB_DIRS", str(h / ".local_jobs.json"))
-    monkeypatch.setattr(nr_slurm, "SLURM_JOB_DIRS", str(h / ".slurm_jobs"))
-    # LocalTunnel runs sbatch/sacct through invoke, which copies our stdin to the command; pytest's
-    # captured stdin raises on read, so give it an empty one.
-    with open(os.devnull) as devnull:
-        monkeypatch.setattr(sys, "stdin", devnull)
-        yield h
-    set_nemorun_home(old)
+def home(nemo_home):
+    """Every test gets an isolated NeMo Run home (tests/conftest.py)."""
+    return nemo_home
 
 
 def job_env(path_prefix: Optional[Path] = None, **extra: str) -> Dict[str, str]:

@@ -24,7 +24,6 @@ Design:
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 from pathlib import Path

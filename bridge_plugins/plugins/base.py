@@ -1,0 +1,107 @@
+"""What NsysPlugin and PyTorchProfilerPlugin share: the window fields, validation, the task write.
+
+A plugin is a keyword-only dataclass (NeMo Run serializes it into the experiment, so every
+field must be plain data or an importable function). Validation runs in ``__post_init__`` so a
+bad value fails in the user's driver script at construction, not in a job hours later.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Dict, List, Optional
+
+import nemo_run as run
+
+from bridge_plugins.config import validate_fields
+from bridge_plugins.plugins import executors as ex
+from bridge_plugins.plugins import tasks
+
+
+def check_bool(owner: str, name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{owner}.{name} must be a bool, got {value!r} ({type(value).__name__}); pass True or False")
+
+
+def check_importable(owner: str, name: str, fn: Any) -> None:
+    """NeMo Run saves plugins by reference; only module-level functions can be saved and reloaded."""
+    if fn is None:
+        return
+    if not callable(fn):
+        raise TypeError(f"{owner}.{name} must be a function, got {fn!r} ({type(fn).__name__})")
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    target = sys.modules.get(module) if module else None
+    for part in (qualname or "<unknown>").split("."):
+        target = getattr(target, part, None)
+    if target is not fn:
+        raise TypeError(
+            f"{owner}.{name}={fn!r} cannot be saved with the experiment (NeMo Run stores functions by "
+            f"import path); define it with 'def' at module level (no lambda, closure or functools.partial)"
+        )
+
+
+@dataclass(kw_only=True)
+class ProfilerPlugin(run.Plugin):
+    """Base of the profiler plugins: which steps and ranks, and how settings reach the job."""
+
+    profile_step_start: int = 10
+    """First profiled step (0-based global iteration index, inclusive)."""
+    profile_step_end: int = 12
+    """First step after the window (exclusive)."""
+    profile_ranks: Optional[List[int]] = None
+    """Global ranks that profile; None means [0], [] means every rank."""
+    record_shapes: bool = False
+    """Record operator input shapes."""
+    output_dir: Optional[str] = None
+    """Where the job writes artifacts; None means the NeMo Run job directory as the job sees it."""
+    script_args_converter_fn: Optional[Callable[[Dict[str, Any]], List[str]]] = None
+    """For run.Script tasks: turns ``{ProfilingConfig field: value}`` into the script's args
+    (default: ``profiling.<field>=<yaml>`` overrides). Must be a module-level function."""
+
+    _FLAG: ClassVar[str] = ""
+    """The ProfilingConfig switch this plugin turns on (the other profiler's is turned off)."""
+    _FIELDS: ClassVar[Dict[str, str]] = {}
+    """Plugin field -> ProfilingConfig field, besides the shared ones."""
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        if self.profile_ranks is None:
+            self.profile_ranks = [0]
+        elif isinstance(self.profile_ranks, tuple):
+            self.profile_ranks = list(self.profile_ranks)
+        try:
+            validate_fields(self.profiling_values())
+        except (TypeError, ValueError) as e:
+            # Name the plugin's fields, not ProfilingConfig's, in the message.
+            msg = str(e)
+            for attr, cfg in self._FIELDS.items():
+                msg = msg.replace(f"ProfilingConfig.{cfg}", f"{owner}.{attr}")
+            raise type(e)(msg.replace("ProfilingConfig.", f"{owner}.")) from None
+        check_importable(owner, "script_args_converter_fn", self.script_args_converter_fn)
+
+    def profiling_values(self) -> Dict[str, Any]:
+        """The ProfilingConfig fields this plugin owns, with its values."""
+        other = "use_pytorch_profiler" if self._FLAG == "use_nsys_profiler" else "use_nsys_profiler"
+        values = {
+            self._FLAG: True,
+            other: False,
+            "profile_step_start": self.profile_step_start,
+            "profile_step_end": self.profile_step_end,
+            "profile_ranks": list(self.profile_ranks) if isinstance(self.profile_ranks, (list, tuple)) else self.profile_ranks,
+            "record_shapes": self.record_shapes,
+            "output_dir": self.output_dir,
+        }
+        values.update({cfg: getattr(self, attr) for attr, cfg in self._FIELDS.items()})
+        return values
+
+    def plan_task(self, task: run.Partial | run.Script, executor: run.Executor, launcher=None) -> tasks.Edit:
+        """The edit that writes this plugin's settings into the task (validated, not applied).
+
+        ``launcher``: the launcher the executor will have once the plugin's edits are applied
+        (Script args are encoded for it); by default the current one.
+        """
+        return tasks.plan_profiling(
+            self, task, executor, self.profiling_values(), launcher=launcher,
+            default_output_dir=ex.job_dir_seen_by_job(executor),
+            converter=self.script_args_converter_fn,
+        )
