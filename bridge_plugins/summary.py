@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from bridge_plugins.runtime.artifacts import human_size
+
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _RANK_IN_NAME = re.compile(r"(?:^|_)(?:rank)?(\d+)(?:[._]|$)")
 
@@ -84,14 +86,6 @@ def find_artifacts(job_dir: Path, memory_snapshot_path: str = "memory_snapshot.p
             found.memory.setdefault(int(m.group(1)), []).append(p)
     found.nsys = sorted(p for p in job_dir.rglob("*") if p.suffix in (".nsys-rep", ".qdrep", ".qdstrm"))
     return found
-
-
-def human_size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
 
 
 def report(job_dir: Path, memory_snapshot_path: str = "memory_snapshot.pickle", top: int = 10) -> Tuple[str, Optional[Dict[int, List[int]]]]:

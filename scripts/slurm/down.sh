@@ -15,18 +15,6 @@ DAEMONS=(slurmd slurmctld slurmdbd mariadbd munged)
 
 log() { echo "[slurm-down] $*"; }
 
-# pid_alive NAME PID: PID is alive and is a process called NAME (a recycled PID is left alone).
-pid_alive() {
-    local name=$1 pid=$2 comm
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
-    [[ $comm == "$name" ]] || return 1
-    # A zombie (exited, not yet reaped) counts as gone.
-    local stat
-    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-    stat=${stat##*) }
-    [[ ${stat%% *} != Z ]]
-}
 
 if ! compgen -G "$STATE_DIR/*.pid" >/dev/null; then
     log "nothing recorded in $STATE_DIR; nothing to stop"

@@ -52,18 +52,6 @@ die_with_log() {
     exit 1
 }
 
-# pid_alive NAME PID: PID is alive and is a process called NAME (guards against PID reuse).
-pid_alive() {
-    local name=$1 pid=$2 comm
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
-    [[ $comm == "$name" ]] || return 1
-    # A zombie (exited, not yet reaped) counts as gone.
-    local stat
-    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-    stat=${stat##*) }
-    [[ ${stat%% *} != Z ]]
-}
 
 recorded_pid() { cat "$STATE_DIR/$1.pid" 2>/dev/null || true; }
 record_pid() { echo "$2" >"$STATE_DIR/$1.pid"; }
