@@ -25,6 +25,7 @@ _BOOL_FIELDS = (
     "pytorch_profiler_with_stack",
     "pytorch_profiler_profile_memory",
     "nvtx_per_op",
+    "background_export",
 )
 
 
@@ -58,6 +59,8 @@ class ProfilingConfig:
     """Under nsys, also emit one NVTX range per autograd op (torch emit_nvtx); costly, off by default."""
     memory_history_max_entries: int = 100_000
     """How many allocator events the memory history keeps (a ring buffer)."""
+    background_export: bool = True
+    """Write PyTorch traces from a background thread, so a profiled rank rejoins its collectives at once."""
 
     def __post_init__(self) -> None:
         self.validate()

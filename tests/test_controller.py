@@ -161,15 +161,40 @@ def test_memory_history_on_cpu_warns_and_does_not_crash(tmp_path, train_step, ca
     assert not any(r.levelno >= logging.ERROR for r in caplog.records)
 
 
-def test_unwritable_output_dir_is_an_error_not_a_crash(tmp_path, train_step, caplog):
+@pytest.mark.parametrize("background", [True, False], ids=["background_export", "sync_export"])
+def test_unwritable_output_dir_is_an_error_not_a_crash(tmp_path, train_step, caplog, background):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    ctl = ProfilingController(ProfilingConfig(use_pytorch_profiler=True, profile_step_start=1, profile_step_end=3, output_dir=str(blocker / "sub")), rank=0)
-    run_loop(ctl, train_step, range(5))  # training completes
+    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=1, profile_step_end=3,
+                          output_dir=str(blocker / "sub"), background_export=background)
+    ctl = run_loop(ProfilingController(cfg, rank=0), train_step, range(5))  # training completes
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-    assert len(errors) == 1 and "pytorch profiler failed" in errors[0] and "training continues" in errors[0]
+    assert len(errors) == 1 and "Not a directory" in errors[0] and "training continues" in errors[0], errors
     assert ctl.artifacts == []
     assert list(tmp_path.iterdir()) == [blocker]
+
+
+def test_trace_is_written_beside_training_and_joined_at_exit(tmp_path, train_step, caplog):
+    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=2, profile_step_end=5, output_dir=str(tmp_path))
+    ctl = ProfilingController(cfg, rank=0)
+    with ctl:
+        for i in range(8):
+            with ctl.step(i):
+                train_step()
+        writer_threads = [t.name for t in __import__("threading").enumerate() if t.name.startswith("bridge_plugins-export")]
+    # after exit the export is complete and listed
+    assert trace_steps(ctl.artifacts[0]) == {2, 3, 4}
+    wrote = [r for r in caplog.records if r.getMessage().startswith("wrote PyTorch trace")]
+    assert len(wrote) == 1 and wrote[0].threadName == "bridge_plugins-export-rank0"
+    assert writer_threads in ([], ["bridge_plugins-export-rank0"])  # it may already be done
+
+
+def test_sync_export_writes_on_the_training_thread(tmp_path, train_step, caplog):
+    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=2, profile_step_end=4, output_dir=str(tmp_path), background_export=False)
+    ctl = run_loop(ProfilingController(cfg, rank=0), train_step, range(5))
+    wrote = [r for r in caplog.records if r.getMessage().startswith("wrote PyTorch trace")]
+    assert len(wrote) == 1 and wrote[0].threadName == "MainThread"
+    assert trace_steps(ctl.artifacts[0]) == {2, 3}
 
 
 def test_restarted_job_never_overwrites_an_earlier_attempt(tmp_path, train_step, monkeypatch):

@@ -31,6 +31,8 @@ class PyTorchProfilerPlugin(ProfilerPlugin):
     """Record Python stacks in the trace (larger traces; needed for flame graphs)."""
     profile_memory: bool = False
     """Record tensor allocations in the trace."""
+    background_export: bool = True
+    """Write the trace from a background thread so the rank rejoins its collectives at once."""
 
     _FLAG = "use_pytorch_profiler"
     _FIELDS = {
@@ -39,6 +41,7 @@ class PyTorchProfilerPlugin(ProfilerPlugin):
         "memory_history_max_entries": "memory_history_max_entries",
         "with_stack": "pytorch_profiler_with_stack",
         "profile_memory": "pytorch_profiler_profile_memory",
+        "background_export": "background_export",
     }
 
     def setup(self, task: run.Partial | run.Script, executor: run.Executor) -> None:

@@ -199,8 +199,8 @@ class ProfilingController:
                 "nothing was captured by the profilers",
                 self.rank, cfg.profile_step_start, cfg.profile_step_end - 1, why, cfg.profile_step_start,
             )
-        for b in list(self._backends):
-            self._call(b, "on_exit")
+        self._each("on_exit")  # joins background exports: nothing is lost when the job ends
+        self._restore_sigterm()
         self._state, self._next = "done", _NEVER
         return False
 
@@ -255,12 +255,11 @@ class ProfilingController:
         elif step >= self.config.profile_step_end - 1:
             self._close_window(None)
 
-    def _close_window(self, reason: Optional[str]) -> None:
+    def _close_window(self, reason: Optional[str], sync: bool = False) -> None:
         self._state, self._next = "done", _NEVER
-        self._restore_sigterm()
         first, last = self._first, self._last_seen  # a step interrupted by SIGTERM counts: its events are in
         self._last = last
-        self._each("window_end", first, last)
+        self._each("window_end", first, last, sync)
         if reason is not None:
             cfg = self.config
             log.warning(
@@ -289,10 +288,12 @@ class ProfilingController:
             pass
 
     def _on_sigterm(self, signum, frame) -> None:
-        """Write what the window captured, then let SIGTERM do what it would have done."""
+        """Write what the window captured (and finish background exports), then let SIGTERM do
+        what it would have done. Installed from the window's first step until the controller exits."""
         prev = self._prev_sigterm
         if self._state == "active":
-            self._close_window(f"SIGTERM received during step {self._last_seen}")
+            self._close_window(f"SIGTERM received during step {self._last_seen}", sync=True)
+        self._each("on_exit")
         self._restore_sigterm()
         if callable(prev):
             prev(signum, frame)

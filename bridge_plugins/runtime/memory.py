@@ -79,7 +79,7 @@ class MemoryHistoryBackend:
     def step_end(self, step: int) -> None:
         pass
 
-    def window_end(self, first: int, last: int) -> None:
+    def window_end(self, first: int, last: int, sync: bool) -> None:
         self.snapshot_and_stop()
 
     def snapshot_and_stop(self) -> None:

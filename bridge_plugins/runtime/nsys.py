@@ -69,7 +69,7 @@ class NsysBackend:
         if self.nvtx:
             torch.cuda.nvtx.range_pop()
 
-    def window_end(self, first: int, last: int) -> None:
+    def window_end(self, first: int, last: int, sync: bool) -> None:
         self._emit_nvtx.close()
         if self.capture_started:
             torch.cuda.synchronize()

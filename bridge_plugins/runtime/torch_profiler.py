@@ -10,6 +10,8 @@ annotations carry the global step numbers and the trace holds exactly the steps 
 
 from __future__ import annotations
 
+import logging
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -18,6 +20,8 @@ from torch.profiler import ProfilerAction, ProfilerActivity
 
 from bridge_plugins.config import ProfilingConfig
 from bridge_plugins.runtime.artifacts import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, ArtifactWriter, restart_tag
+
+log = logging.getLogger("bridge_plugins")
 
 
 def _always_record(step: int) -> ProfilerAction:
@@ -32,6 +36,7 @@ class TorchProfilerBackend:
         self.cfg, self.rank, self.writer = cfg, rank, writer
         self.trace_dir = output_dir / TORCH_TRACE_DIR
         self.prof: Optional[torch.profiler.profile] = None
+        self._thread: Optional[threading.Thread] = None
 
     def on_enter(self) -> None:
         pass
@@ -58,16 +63,45 @@ class TorchProfilerBackend:
     def step_end(self, step: int) -> None:
         pass
 
-    def window_end(self, first: int, last: int) -> None:
+    def window_end(self, first: int, last: int, sync: bool) -> None:
+        """Stop recording and write the trace: in a background thread unless ``sync``.
+
+        Exporting takes seconds for a large window (JSON of every event, then gzip) while the
+        other ranks wait in the next collective, long enough for NCCL watchdog timeouts when
+        only some ranks profile. Only ``stop()`` must run on the training thread; the export
+        runs beside training and is joined when the controller exits (or on SIGTERM).
+        """
         prof, self.prof = self.prof, None
         if prof is None:
             return
         prof.stop()
         stem = f"rank{self.rank}_steps{first}-{last}{restart_tag()}"
+        if sync or not self.cfg.background_export:
+            self._export(prof, stem)
+            return
+        self.join()
+        self._thread = threading.Thread(
+            target=self._export_logged, args=(prof, stem), name=f"bridge_plugins-export-rank{self.rank}"
+        )
+        self._thread.start()
+
+    def _export(self, prof: torch.profiler.profile, stem: str) -> None:
         self.writer.write("PyTorch trace", self.trace_dir, stem, TORCH_TRACE_SUFFIX, prof.export_chrome_trace)
 
+    def _export_logged(self, prof: torch.profiler.profile, stem: str) -> None:
+        try:
+            self._export(prof, stem)
+        except Exception as e:  # a thread's exception would only print a traceback; say what failed
+            log.error("rank %d: writing the PyTorch trace failed (%s: %s); training continues", self.rank, type(e).__name__, e)
+
+    def join(self) -> None:
+        """Wait for a background export to finish."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+
     def on_exit(self) -> None:
-        pass
+        self.join()
 
     def abort(self) -> None:
         prof, self.prof = self.prof, None
