@@ -102,3 +102,49 @@ def test_sigterm_inside_the_window_leaves_a_complete_trace(tmp_path):
     assert trace_steps(path) == {2, 3, 4}
     assert "SIGTERM received during step 4" in out and "captured steps 2-4" in out
     assert [p.name for p in (tmp_path / "torch_profile").iterdir()] == [path.name]  # no temp file left
+
+
+SIGTERM_DURING_EXPORT_JOB = textwrap.dedent(
+    """
+    import sys, time, logging
+    import torch
+    from bridge_plugins import ProfilingConfig, ProfilingController
+    from recipes.config import ModelConfig
+    from recipes.model import SyntheticTokens, TinyGPT, loss_fn
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout)
+    mcfg = ModelConfig(hidden_size=256, num_layers=4)
+    model = TinyGPT(mcfg, 128); opt = torch.optim.AdamW(model.parameters())
+    data = SyntheticTokens(mcfg.vocab_size, 8, 128, 0, torch.device("cpu"))
+    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=1, profile_step_end=6, output_dir=sys.argv[1],
+                          record_shapes=True, pytorch_profiler_with_stack=True)
+    with ProfilingController(cfg, rank=0) as ctl:
+        for step in range(20):
+            with ctl.step(step):
+                if step == 6:
+                    print("WINDOW CLOSED", flush=True)
+                    time.sleep(60)
+                t = data.next(); loss = loss_fn(model(t), t); opt.zero_grad(); loss.backward(); opt.step()
+    print("NOT REACHED", flush=True)
+    """
+)
+
+
+def test_sigterm_while_the_trace_is_written_in_the_background_waits_for_it(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_DURING_EXPORT_JOB, str(tmp_path)], cwd=ROOT, env=clean_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "WINDOW CLOSED" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+    assert proc.returncode == -signal.SIGTERM, out
+    # the export was still running when SIGTERM came (its log line follows the marker) and finished
+    assert "wrote PyTorch trace" in rest, out
+    path = trace_files(tmp_path)[0][0]
+    assert trace_steps(path) == {1, 2, 3, 4, 5}
+    assert [p.name for p in (tmp_path / "torch_profile").iterdir()] == [path.name]
