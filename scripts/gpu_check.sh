@@ -11,6 +11,13 @@ nvidia-smi -L 2>&1 | tee "$OUT/gpu.txt"
 $PY -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" | tee -a "$OUT/gpu.txt"
 echo "== GPU tests"
 timeout 240 $PY -m pytest -p no:cacheprovider -q -rs tests/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log"
+echo "== the recipe under torchrun on the GPU: PyTorch profiler + memory history, window 3-5"
+rm -rf /tmp/gpu_check_job
+timeout 180 torchrun --standalone --nproc-per-node 1 -m recipes.train profiling.use_pytorch_profiler=true \
+  profiling.record_memory_history=true profiling.profile_step_start=3 profiling.profile_step_end=6 \
+  train.train_iters=8 profiling.output_dir=/tmp/gpu_check_job 2>&1 | grep -v USDT | tee "$OUT/recipe_gpu.log"
+$PY -c "from bridge_plugins.summary import report; print(report('/tmp/gpu_check_job')[0])" 2>&1 | tee -a "$OUT/recipe_gpu.log"
+if [ "${GPU_CHECK_SKIP_BENCH:-0}" = 1 ]; then exit 0; fi
 echo "== per-op NVTX cost, no tool attached"
 timeout 120 $PY benchmarks/nvtx_gpu.py --rounds 5 --steps 20 --json "$OUT/nvtx_bare.json" 2>&1 | tee "$OUT/nvtx_bare.log"
 NSYS=$(command -v nsys || ls /opt/nvidia/*/host/target-linux-x64/nsys /opt/nvidia/nsight-*/*/host/target-linux-x64/nsys 2>/dev/null | head -1)

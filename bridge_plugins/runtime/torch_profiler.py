@@ -51,6 +51,9 @@ class TorchProfilerBackend:
             record_shapes=self.cfg.record_shapes,
             with_stack=self.cfg.pytorch_profiler_with_stack,
             profile_memory=self.cfg.pytorch_profiler_profile_memory,
+            # one cycle per profiler object; without this some torch releases warn that events
+            # are "cleared at the end of each cycle", which does not apply here
+            acc_events=True,
         )
         self.prof.step_num = step
         self.prof.start()
