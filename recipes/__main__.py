@@ -108,6 +108,8 @@ def make_executor(args: argparse.Namespace, base_dir: str):
     )
     if not args.no_torchrun:
         executor.launcher = run.Torchrun()
+        # torchrun runs every rank inside one Slurm task: give that task a CPU per rank
+        executor.cpus_per_task = args.nproc
     return executor
 
 
