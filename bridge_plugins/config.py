@@ -17,6 +17,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
+DEFAULT_OUTPUT_DIR = "profiling"
+"""Where artifacts go when output_dir is None (relative to the job's working directory)."""
+
 _BOOL_FIELDS = (
     "use_nsys_profiler",
     "use_pytorch_profiler",
@@ -166,7 +169,9 @@ def validate_fields(values: dict) -> None:
         raise ValueError(
             "ProfilingConfig.memory_snapshot_path is empty; give a file name such as 'memory_snapshot.pickle'"
         )
-    if path.endswith(("/", os.sep)) or os.path.isdir(path):
+    # resolved as the job resolves it: relative paths live under output_dir
+    resolved = path if os.path.isabs(path) else os.path.join(os.fspath(v["output_dir"] or DEFAULT_OUTPUT_DIR), path)
+    if path.endswith(("/", os.sep)) or os.path.isdir(resolved):
         raise ValueError(
             f"ProfilingConfig.memory_snapshot_path={path!r} names a directory; give a file inside it, "
             f"e.g. {os.path.join(path, 'memory_snapshot.pickle')!r}"

@@ -61,6 +61,8 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
         parser.error(f"the window --start {args.start} --end {args.end} runs past the last step ({args.steps - 1}); raise --steps or lower --end")
     if args.executor == "slurm" and not (args.account and args.partition):
         parser.error("--executor slurm needs --account and --partition (or BRIDGE_SLURM_ACCOUNT / BRIDGE_SLURM_PARTITION)")
+    if args.memory_history and args.profiler == "none":
+        parser.error("--memory-history needs a window: use it with --profiler pytorch or --profiler nsys")
     if args.profiler == "nsys" and not args.dryrun and shutil.which("nsys") is None:
         parser.error(
             "--profiler nsys needs the Nsight Systems 'nsys' binary on PATH, and there is none here. "
@@ -181,7 +183,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     from recipes.tiny_gpt import tiny_gpt_recipe
 
     base_dir = os.path.abspath(os.path.expanduser(args.base_dir or os.environ.get("NEMORUN_HOME", "~/.nemo_run")))
-    recipe = tiny_gpt_recipe(train__train_iters=args.steps)
+    overrides = {"train__train_iters": args.steps}
+    if args.memory_history and args.profiler == "nsys":
+        # NsysPlugin leaves fields it does not own as the recipe set them
+        overrides["profiling__record_memory_history"] = True
+    recipe = tiny_gpt_recipe(**overrides)
     executor = make_executor(args, base_dir)
     print(f"[recipes] {args.profiler} profiler, window steps {args.start}-{args.end - 1}, ranks "
           f"{args.ranks or 'all'}, {args.nproc} rank(s), {args.steps} steps, executor {args.executor}", flush=True)

@@ -45,6 +45,13 @@ class TrainingConfig:
     device: str = "auto"
     """'auto' (CUDA when present, else CPU), 'cpu' or 'cuda'."""
 
+    def __post_init__(self) -> None:
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"train.device={self.device!r}: use 'auto', 'cpu' or 'cuda'")
+        for name in ("train_iters", "micro_batch_size", "seq_length", "log_interval"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"train.{name}={getattr(self, name)} must be >= 1")
+
 
 @dataclass
 class OptimizerConfig:

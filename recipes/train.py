@@ -44,12 +44,16 @@ def _slurm_master_addr() -> str:
 
 
 def _adopt_slurm_tasks_env() -> None:
-    """Plain Slurm tasks (no torchrun) have SLURM_* but no RANK/WORLD_SIZE: derive them."""
+    """Plain Slurm tasks (srun, no torchrun) have SLURM_* but no RANK/WORLD_SIZE: derive them.
+
+    SLURM_STEP_NUM_TASKS, not SLURM_NTASKS: the batch script itself also sees SLURM_NTASKS=2
+    with SLURM_PROCID=0, and a job started there directly must not wait for a rank 1.
+    """
     env = os.environ
-    if "RANK" in env or int(env.get("SLURM_NTASKS", "1")) <= 1 or "SLURM_PROCID" not in env:
+    if "RANK" in env or int(env.get("SLURM_STEP_NUM_TASKS", "1")) <= 1 or "SLURM_PROCID" not in env:
         return
     env["RANK"] = env["SLURM_PROCID"]
-    env["WORLD_SIZE"] = env["SLURM_NTASKS"]
+    env["WORLD_SIZE"] = env["SLURM_STEP_NUM_TASKS"]
     env["LOCAL_RANK"] = env.get("SLURM_LOCALID", "0")
     env.setdefault("MASTER_ADDR", _slurm_master_addr())
     env.setdefault("MASTER_PORT", str(20000 + int(env.get("SLURM_JOB_ID", "0")) % 20000))

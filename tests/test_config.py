@@ -81,6 +81,14 @@ def test_snapshot_path_naming_an_existing_directory(tmp_path):
         ProfilingConfig(memory_snapshot_path=str(tmp_path))
 
 
+def test_relative_snapshot_path_is_checked_where_the_job_resolves_it(tmp_path, monkeypatch):
+    (tmp_path / "out" / "snaps").mkdir(parents=True)
+    with pytest.raises(ValueError, match="names a directory"):
+        ProfilingConfig(output_dir=str(tmp_path / "out"), memory_snapshot_path="snaps")
+    monkeypatch.chdir(tmp_path / "out")  # a directory 'snaps' here is not where the job writes
+    assert ProfilingConfig(output_dir=str(tmp_path / "elsewhere"), memory_snapshot_path="snaps").memory_snapshot_path == "snaps"
+
+
 def test_output_dir_naming_a_file(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")

@@ -91,23 +91,24 @@ def test_out_of_memory_dumps_an_oom_snapshot(tmp_path):
 
 
 def test_nsys_calls_cuda_profiler_start_and_stop_around_the_window(tmp_path, monkeypatch):
+    cfg = ProfilingConfig(use_nsys_profiler=True, profile_step_start=2, profile_step_end=5, output_dir=str(tmp_path))
+    ctl = ProfilingController(cfg, rank=0)
     calls = []
     real_start, real_stop = torch.cuda.profiler.start, torch.cuda.profiler.stop
 
     def spy_start():
-        calls.append("start")
+        calls.append(("start", ctl._last_seen))  # the step being entered is recorded after this call
         real_start()
 
     def spy_stop():
-        calls.append("stop")
+        calls.append(("stop", ctl._last_seen))
         real_stop()
 
     monkeypatch.setattr(torch.cuda.profiler, "start", spy_start)
     monkeypatch.setattr(torch.cuda.profiler, "stop", spy_stop)
-    cfg = ProfilingConfig(use_nsys_profiler=True, profile_step_start=2, profile_step_end=5, output_dir=str(tmp_path))
-    ctl = ProfilingController(cfg, rank=0)
     train(ctl, range(7))
-    assert calls == ["start", "stop"]
+    # start when step 2 is entered (no step seen inside the window yet), stop after step 4
+    assert calls == [("start", None), ("stop", 4)]
     nsys = ctl._backends[0]
     assert nsys.nvtx and nsys.ranges_emitted == 3  # one NVTX range per window step
     assert ctl.captured_steps == range(2, 5)

@@ -48,6 +48,13 @@ def test_dryrun_prints_the_local_nsys_launch_command(tmp_path):
     assert "--capture-range=cudaProfilerApi" in line
     assert f"-o {tmp_path}/experiments/tiny_gpt_profiling/" in line and "/tiny_gpt/nsys_profile/profile_%p" in line
     assert "'use_nsys_profiler': True" in proc.stdout and "'profile_step_start': 4" in proc.stdout
+    assert "'record_memory_history': False" in proc.stdout
+
+
+def test_dryrun_nsys_with_memory_history_keeps_it_in_the_job_config(tmp_path):
+    proc = run_job(recipes("--profiler", "nsys", "--memory-history", "--dryrun", "--base-dir", str(tmp_path)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "'use_nsys_profiler': True" in proc.stdout and "'record_memory_history': True" in proc.stdout
 
 
 def test_dryrun_prints_the_sbatch_script(tmp_path):
@@ -66,6 +73,7 @@ def test_dryrun_prints_the_sbatch_script(tmp_path):
         (["--ranks", "0,x"], ["--ranks"]),
         (["--executor", "slurm"], ["--account and --partition"]),
         (["--start", "5", "--end", "5", "--steps", "8"], ["profile_step_end=5", "at least 6"]),
+        (["--profiler", "none", "--memory-history"], ["--memory-history needs a window"]),
     ],
 )
 def test_bad_options_fail_before_anything_runs(tmp_path, args, words):

@@ -52,6 +52,8 @@ def test_empty_ranks_list_means_all():
         (["profiling.profile_step_start=6", "profiling.profile_step_end=6"], ["profile_step_end=6", "at least 7"]),
         (["profiling.use_pytorch_profiler=true", "profiling.use_nsys_profiler=true"], ["mutually exclusive"]),
         (["profiling.memory_snapshot_path="], ["memory_snapshot_path"]),
+        (["train.device=gpu"], ["train.device='gpu'", "'cuda'"]),
+        (["train.train_iters=0"], ["train.train_iters=0", ">= 1"]),
     ],
 )
 def test_bad_overrides_fail_with_a_useful_message(args, words):

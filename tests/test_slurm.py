@@ -148,7 +148,7 @@ def test_partial_two_slurm_tasks_without_launcher(slurm_cluster, tmp_path):
     ran = run_on_slurm(tmp_path, tiny_gpt_recipe(**SMALL), slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2),
                        [pytorch_plugin()])
     ran.assert_succeeded()
-    # Two Slurm tasks, one process group built from SLURM_PROCID/SLURM_NTASKS.
+    # Two Slurm tasks, one process group built from SLURM_PROCID/SLURM_STEP_NUM_TASKS.
     assert "training 8 steps on 2 rank(s)" in ran.logs, ran.logs
     assert_window_traces(ran.job_dir)
 

@@ -148,3 +148,45 @@ def test_sigterm_while_the_trace_is_written_in_the_background_waits_for_it(tmp_p
     path = trace_files(tmp_path)[0][0]
     assert trace_steps(path) == {1, 2, 3, 4, 5}
     assert [p.name for p in (tmp_path / "torch_profile").iterdir()] == [path.name]
+
+
+SIGTERM_DURING_CLOSE_JOB = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time, logging
+    from pathlib import Path
+    import torch
+    from bridge_plugins import ProfilingConfig, ProfilingController
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout)
+    out = Path(sys.argv[1])
+
+    def send_sigterm_once_the_close_writes():
+        # the writer creates torch_profile/ right before it exports, i.e. in the middle of the close
+        while not (out / "torch_profile").exists():
+            time.sleep(0.0005)
+        print("SENDING SIGTERM", flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=send_sigterm_once_the_close_writes, daemon=True).start()
+    x = torch.randn(128, 128)
+    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=1, profile_step_end=4, output_dir=str(out),
+                          background_export=False, record_shapes=True, pytorch_profiler_with_stack=True)
+    with ProfilingController(cfg, rank=0) as ctl:
+        for step in range(200):
+            with ctl.step(step):
+                for _ in range(200):
+                    x = torch.tanh(x @ x)
+            time.sleep(0.01)
+    print("NOT REACHED", flush=True)
+    """
+)
+
+
+def test_sigterm_in_the_middle_of_closing_the_window_still_writes_the_trace(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", SIGTERM_DURING_CLOSE_JOB, str(tmp_path)], cwd=ROOT, env=clean_env(),
+                          capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == -signal.SIGTERM, out
+    assert "SENDING SIGTERM" in out and "NOT REACHED" not in out
+    path = trace_files(tmp_path)[0][0]
+    assert trace_steps(path) == {1, 2, 3}
+    assert [p.name for p in (tmp_path / "torch_profile").iterdir()] == [path.name]

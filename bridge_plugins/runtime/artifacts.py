@@ -21,8 +21,6 @@ TORCH_TRACE_DIR = "torch_profile"
 """Subdirectory of output_dir for PyTorch profiler traces."""
 TORCH_TRACE_SUFFIX = ".pt.trace.json.gz"
 """TensorBoard's profiler plugin lists files ending so; Perfetto UI opens them (gzip JSON)."""
-DEFAULT_OUTPUT_DIR = "profiling"
-"""Where artifacts go when ProfilingConfig.output_dir is None (relative to the working directory)."""
 
 
 def restart_tag() -> str:

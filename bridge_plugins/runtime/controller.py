@@ -29,8 +29,8 @@ import threading
 from pathlib import Path
 from typing import Any, List, Optional
 
-from bridge_plugins.config import ProfilingConfig
-from bridge_plugins.runtime.artifacts import DEFAULT_OUTPUT_DIR, ArtifactWriter
+from bridge_plugins.config import DEFAULT_OUTPUT_DIR, ProfilingConfig
+from bridge_plugins.runtime.artifacts import ArtifactWriter
 from bridge_plugins.runtime.ranks import detect_rank, detect_world_size
 
 log = logging.getLogger("bridge_plugins")
@@ -106,7 +106,9 @@ class ProfilingController:
         self._last: Optional[int] = None
         self._last_seen: Optional[int] = None
         self._scope = _StepScope(self)
-        self._prev_sigterm: Any = None
+        self._prev_sigterm: Any = signal.SIG_DFL
+        self._sigterm_installed = False
+        self._sigterm_pending: Optional[tuple] = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -169,6 +171,7 @@ class ProfilingController:
         for b in list(self._backends):
             self._call(b, "on_enter")
         self._state, self._next = "armed", cfg.profile_step_start
+        self._install_sigterm()
         return self
 
     def _make_backends(self, cfg: ProfilingConfig) -> List[Any]:
@@ -217,12 +220,13 @@ class ProfilingController:
         if self._state == "armed":
             if step >= end:
                 log.warning(
-                    "rank %d: first step seen is %d, past the profiling window (steps %d-%d), e.g. after a "
-                    "resume: nothing will be captured and memory history recording stops",
+                    "rank %d: step %d is past the profiling window (steps %d-%d) that was never opened (a resume "
+                    "past it, or skipped steps): the profilers capture nothing; memory history, if on, is "
+                    "snapshotted now and stops",
                     self.rank, step, cfg.profile_step_start, end - 1,
                 )
                 self._state, self._next = "done", _NEVER
-                self._each("abort")  # memory history too: it stops without a snapshot
+                self._each("on_exit")
                 return _NOOP
             if step > cfg.profile_step_start:
                 log.warning(
@@ -240,7 +244,6 @@ class ProfilingController:
         if first:
             self._state, self._next = "active", -1
             self._first, self._last = step, None
-            self._install_sigterm()
             self._each("window_begin", step)
         self._last_seen = step
         self._each("step_begin", step, first)
@@ -256,7 +259,20 @@ class ProfilingController:
             self._close_window(None)
 
     def _close_window(self, reason: Optional[str], sync: bool = False) -> None:
-        self._state, self._next = "done", _NEVER
+        """Stop every backend and write what the window captured.
+
+        A SIGTERM that arrives while this runs (``prof.stop()`` and a synchronous export take
+        seconds on big windows) is held until the close is done, then handled.
+        """
+        self._state, self._next = "closing", _NEVER
+        try:
+            self._close_window_now(reason, sync)
+        finally:
+            self._state = "done"
+        if self._sigterm_pending is not None:
+            self._finish_sigterm(*self._sigterm_pending)
+
+    def _close_window_now(self, reason: Optional[str], sync: bool) -> None:
         first, last = self._first, self._last_seen  # a step interrupted by SIGTERM counts: its events are in
         self._last = last
         self._each("window_end", first, last, sync)
@@ -271,33 +287,46 @@ class ProfilingController:
 
     # ------------------------------------------------------------------ SIGTERM
     def _install_sigterm(self) -> None:
+        """Handle SIGTERM on a selected rank from entry to exit (main thread only)."""
         if not self.handle_sigterm or threading.current_thread() is not threading.main_thread():
             return
         try:
-            self._prev_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+            prev = signal.signal(signal.SIGTERM, self._on_sigterm)
         except (ValueError, OSError):
-            self._prev_sigterm = None
+            return
+        # None: a handler installed from C; treat it as the default action
+        self._prev_sigterm = signal.SIG_DFL if prev is None else prev
+        self._sigterm_installed = True
 
     def _restore_sigterm(self) -> None:
-        if self._prev_sigterm is None:
+        if not self._sigterm_installed:
             return
-        prev, self._prev_sigterm = self._prev_sigterm, None
+        self._sigterm_installed = False
         try:
-            signal.signal(signal.SIGTERM, prev)
+            if signal.getsignal(signal.SIGTERM) == self._on_sigterm:  # leave a later owner's handler alone
+                signal.signal(signal.SIGTERM, self._prev_sigterm)
         except (ValueError, OSError):
             pass
 
     def _on_sigterm(self, signum, frame) -> None:
-        """Write what the window captured (and finish background exports), then let SIGTERM do
-        what it would have done. Installed from the window's first step until the controller exits."""
-        prev = self._prev_sigterm
+        """Write what was captured (close the window, finish background exports, snapshot memory),
+        then let SIGTERM do what it would have done."""
+        self._sigterm_pending = (signum, frame)
+        if self._state == "closing":
+            return  # arrived in the middle of a close, which handles it when it is done
         if self._state == "active":
-            self._close_window(f"SIGTERM received during step {self._last_seen}", sync=True)
+            self._close_window(f"SIGTERM received during step {self._last_seen}", sync=True)  # handles it at the end
+        else:
+            self._finish_sigterm(signum, frame)
+
+    def _finish_sigterm(self, signum, frame) -> None:
+        self._sigterm_pending = None
+        prev = self._prev_sigterm
         self._each("on_exit")
         self._restore_sigterm()
         if callable(prev):
             prev(signum, frame)
-        elif prev in (signal.SIG_DFL, None):
+        elif prev == signal.SIG_DFL:
             signal.raise_signal(signum)
 
     # ------------------------------------------------------------------ failure isolation

@@ -1,7 +1,7 @@
 """Which global rank this process is, and how many there are, without assuming a process group.
 
 Order: torch.distributed when initialized, then RANK (torchrun), then SLURM_PROCID (plain srun
-tasks), then 0. Megatron Bridge calls ``torch.distributed.get_rank()`` where no process group
+tasks), then 0; the world size likewise from WORLD_SIZE, then the srun step's task count. Megatron Bridge calls ``torch.distributed.get_rank()`` where no process group
 may exist; this never does.
 """
 
@@ -30,7 +30,7 @@ def detect_world_size() -> int:
     dist = _dist()
     if dist is not None:
         return dist.get_world_size()
-    for var in ("WORLD_SIZE", "SLURM_NTASKS"):
+    for var in ("WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"):
         if os.environ.get(var, "").strip():
             return int(os.environ[var])
     return 1

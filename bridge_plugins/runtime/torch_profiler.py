@@ -51,9 +51,8 @@ class TorchProfilerBackend:
             record_shapes=self.cfg.record_shapes,
             with_stack=self.cfg.pytorch_profiler_with_stack,
             profile_memory=self.cfg.pytorch_profiler_profile_memory,
-            # one cycle per profiler object; without this some torch releases warn that events
-            # are "cleared at the end of each cycle", which does not apply here
-            acc_events=True,
+            # acc_events stays False: with it, stop() builds every FunctionEvent in Python on the
+            # training thread (11.8 s instead of 0.34 s measured for a 5-step window)
         )
         self.prof.step_num = step
         self.prof.start()
