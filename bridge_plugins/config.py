@@ -161,6 +161,15 @@ def validate_fields(values: dict) -> None:
     if dupes:
         raise ValueError(f"ProfilingConfig.profile_ranks={list(ranks)!r} repeats rank(s) {dupes}; list each rank once")
 
+    out = v["output_dir"]
+    if out is not None:
+        if not isinstance(out, (str, os.PathLike)):
+            raise TypeError(f"ProfilingConfig.output_dir must be a str path or None, got {out!r} ({type(out).__name__})")
+        if not os.fspath(out).strip():
+            raise ValueError("ProfilingConfig.output_dir is empty; use None for ./profiling or give a directory")
+        if os.path.isfile(out):
+            raise ValueError(f"ProfilingConfig.output_dir={os.fspath(out)!r} is an existing file; give a directory")
+
     path = v["memory_snapshot_path"]
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"ProfilingConfig.memory_snapshot_path must be a str path, got {path!r} ({type(path).__name__})")
@@ -176,14 +185,6 @@ def validate_fields(values: dict) -> None:
             f"ProfilingConfig.memory_snapshot_path={path!r} names a directory; give a file inside it, "
             f"e.g. {os.path.join(path, 'memory_snapshot.pickle')!r}"
         )
-    out = v["output_dir"]
-    if out is not None:
-        if not isinstance(out, (str, os.PathLike)):
-            raise TypeError(f"ProfilingConfig.output_dir must be a str path or None, got {out!r} ({type(out).__name__})")
-        if not os.fspath(out).strip():
-            raise ValueError("ProfilingConfig.output_dir is empty; use None for ./profiling or give a directory")
-        if os.path.isfile(out):
-            raise ValueError(f"ProfilingConfig.output_dir={os.fspath(out)!r} is an existing file; give a directory")
 
 
 def profiling_fields() -> List[str]:
