@@ -230,7 +230,8 @@ def run_macro(rounds: int, steps: int, warmup: int, threads: int, seed: int) -> 
     import torch
 
     from recipes.config import ConfigContainer
-    from recipes.model import SyntheticTokens, TinyGPT, loss_fn
+    from recipes.model import build_training
+    from recipes.model import train_step as recipe_train_step
 
     if threads > 0:
         torch.set_num_threads(threads)
@@ -238,17 +239,10 @@ def run_macro(rounds: int, steps: int, warmup: int, threads: int, seed: int) -> 
     mc, tc, oc = cfg.model, cfg.train, cfg.optimizer
     torch.manual_seed(tc.seed)
     device = torch.device("cpu")
-    model = TinyGPT(mc, tc.seq_length).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=oc.lr, weight_decay=oc.weight_decay)
-    data = SyntheticTokens(mc.vocab_size, tc.micro_batch_size, tc.seq_length, tc.seed, device)
+    model, opt, data = build_training(mc, tc.seq_length, tc.micro_batch_size, device, tc.seed, oc.lr, oc.weight_decay)
 
     def train_step() -> Any:  # the body of recipes.train.pretrain's loop
-        tokens = data.next()
-        loss = loss_fn(model(tokens), tokens)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+        return recipe_train_step(model, opt, data)
 
     pc = time.perf_counter
 

@@ -25,7 +25,7 @@ import torch  # noqa: E402
 
 from bridge_plugins import ProfilingConfig, ProfilingController  # noqa: E402
 from recipes.config import ModelConfig  # noqa: E402
-from recipes.model import SyntheticTokens, TinyGPT, loss_fn  # noqa: E402
+from recipes.model import build_training, train_step  # noqa: E402
 
 VARIANTS = {
     "bare loop": None,
@@ -50,17 +50,11 @@ def main() -> None:
     print(f"command: python {' '.join(sys.argv)}")
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {time.strftime('%Y-%m-%d %H:%M')}")
     dev = torch.device("cuda")
-    mcfg = ModelConfig(vocab_size=4096, hidden_size=512, num_layers=6, num_heads=8)
-    model = TinyGPT(mcfg, 256).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    data = SyntheticTokens(mcfg.vocab_size, 16, 256, 0, dev)
+    model, opt, data = build_training(ModelConfig(vocab_size=4096, hidden_size=512, num_layers=6, num_heads=8), 256, 16,
+                                      dev, lr=1e-4)
 
     def step():
-        tokens = data.next()
-        loss = loss_fn(model(tokens), tokens)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        train_step(model, opt, data)
 
     for _ in range(10):
         step()

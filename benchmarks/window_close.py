@@ -23,23 +23,13 @@ import torch
 
 from bridge_plugins import ProfilingConfig, ProfilingController
 from recipes.config import ModelConfig
-from recipes.model import SyntheticTokens, TinyGPT, loss_fn
+from recipes.model import build_training, train_step
 
 
 def make_step():
-    mcfg = ModelConfig(hidden_size=256, num_layers=4, num_heads=4)
-    model = TinyGPT(mcfg, 128)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    data = SyntheticTokens(mcfg.vocab_size, 8, 128, 0, torch.device("cpu"))
-
-    def step():
-        tokens = data.next()
-        loss = loss_fn(model(tokens), tokens)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-
-    return step
+    model, opt, data = build_training(ModelConfig(hidden_size=256, num_layers=4, num_heads=4), 128, 8,
+                                      torch.device("cpu"), lr=1e-4)
+    return lambda: train_step(model, opt, data)
 
 
 def one_run(step, background: bool, out: str, steps: int = 16, start: int = 2, end: int = 10) -> dict:

@@ -96,6 +96,24 @@ class SyntheticTokens:
         return tokens.to(self.device)
 
 
+def build_training(cfg: ModelConfig, seq_length: int, batch: int, device: torch.device, seed: int = 0,
+                   lr: float = 3e-3, weight_decay: float = 0.01):
+    """A TinyGPT on ``device``, its AdamW and its synthetic data: (model, optimizer, data)."""
+    model = TinyGPT(cfg, seq_length).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    return model, opt, SyntheticTokens(cfg.vocab_size, batch, seq_length, seed, device)
+
+
+def train_step(model: nn.Module, opt: torch.optim.Optimizer, data: SyntheticTokens) -> torch.Tensor:
+    """One training iteration; returns the loss (not synchronized)."""
+    tokens = data.next()
+    loss = loss_fn(model(tokens), tokens)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss
+
+
 def expected_initial_loss(vocab_size: int) -> float:
     """Cross entropy of a uniform prediction, a sanity bound for the first step's loss."""
     return math.log(vocab_size)

@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 from bridge_plugins.runtime import ProfilingController
 from recipes.config import ConfigContainer
-from recipes.model import SyntheticTokens, TinyGPT, loss_fn
+from recipes.model import SyntheticTokens, TinyGPT, train_step
 from recipes.overrides import OverrideError, parse_overrides
 
 log = logging.getLogger("recipes.train")
@@ -103,11 +103,7 @@ def pretrain(config: ConfigContainer) -> dict:
             t_last = time.perf_counter()
             for step in range(tc.train_iters):
                 with controller.step(step):
-                    tokens = data.next()
-                    loss = loss_fn(model(tokens), tokens)
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    opt.step()
+                    loss = train_step(model, opt, data)
                 if (step + 1) % tc.log_interval == 0 or step == tc.train_iters - 1:
                     value = loss.item()
                     now = time.perf_counter()

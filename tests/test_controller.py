@@ -15,7 +15,8 @@ import torch
 from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.runtime.ranks import detect_rank, detect_world_size
 from recipes.config import ConfigContainer, ModelConfig
-from recipes.model import SyntheticTokens, TinyGPT, loss_fn
+from recipes.model import build_training
+from recipes.model import train_step as recipe_train_step
 from tests.support import trace_files, trace_steps
 
 
@@ -23,19 +24,8 @@ from tests.support import trace_files, trace_steps
 def train_step():
     """One real training iteration of a very small TinyGPT."""
     torch.manual_seed(0)
-    mcfg = ModelConfig(hidden_size=32, num_layers=1, num_heads=2)
-    model = TinyGPT(mcfg, 16)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    data = SyntheticTokens(mcfg.vocab_size, 2, 16, 0, torch.device("cpu"))
-
-    def step():
-        tokens = data.next()
-        loss = loss_fn(model(tokens), tokens)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-    return step
+    model, opt, data = build_training(ModelConfig(hidden_size=32, num_layers=1, num_heads=2), 16, 2, torch.device("cpu"))
+    return lambda: recipe_train_step(model, opt, data)
 
 
 def run_loop(ctl, train_step, steps, fail_at=None, exc=ValueError):

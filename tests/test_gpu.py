@@ -16,27 +16,20 @@ import torch
 
 from bridge_plugins import ProfilingConfig, ProfilingController
 from recipes.config import ModelConfig
-from recipes.model import SyntheticTokens, TinyGPT, loss_fn
+from recipes.model import build_training, train_step
 from tests.support import requires_cuda, trace_files, trace_steps
 
 pytestmark = [pytest.mark.gpu, requires_cuda]
 
 
-def train(ctl, steps, build_inside=True):
+def train(ctl, steps):
     """Build the model inside the controller (as pretrain does) and run ``steps``."""
     dev = torch.device("cuda")
     with ctl:
-        mcfg = ModelConfig(hidden_size=128, num_layers=2, num_heads=4)
-        model = TinyGPT(mcfg, 64).to(dev)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        data = SyntheticTokens(mcfg.vocab_size, 8, 64, 0, dev)
+        model, opt, data = build_training(ModelConfig(hidden_size=128, num_layers=2, num_heads=4), 64, 8, dev)
         for i in steps:
             with ctl.step(i):
-                tokens = data.next()
-                loss = loss_fn(model(tokens), tokens)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+                train_step(model, opt, data)
         torch.cuda.synchronize()
     return ctl
 

@@ -110,11 +110,9 @@ SIGTERM_DURING_EXPORT_JOB = textwrap.dedent(
     import torch
     from bridge_plugins import ProfilingConfig, ProfilingController
     from recipes.config import ModelConfig
-    from recipes.model import SyntheticTokens, TinyGPT, loss_fn
+    from recipes.model import build_training, train_step
     logging.basicConfig(level=logging.INFO, stream=sys.stdout)
-    mcfg = ModelConfig(hidden_size=256, num_layers=4)
-    model = TinyGPT(mcfg, 128); opt = torch.optim.AdamW(model.parameters())
-    data = SyntheticTokens(mcfg.vocab_size, 8, 128, 0, torch.device("cpu"))
+    model, opt, data = build_training(ModelConfig(hidden_size=256, num_layers=4), 128, 8, torch.device("cpu"))
     cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=1, profile_step_end=6, output_dir=sys.argv[1],
                           record_shapes=True, pytorch_profiler_with_stack=True)
     with ProfilingController(cfg, rank=0) as ctl:
@@ -123,7 +121,7 @@ SIGTERM_DURING_EXPORT_JOB = textwrap.dedent(
                 if step == 6:
                     print("WINDOW CLOSED", flush=True)
                     time.sleep(60)
-                t = data.next(); loss = loss_fn(model(t), t); opt.zero_grad(); loss.backward(); opt.step()
+                train_step(model, opt, data)
     print("NOT REACHED", flush=True)
     """
 )
