@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 
@@ -49,6 +49,19 @@ def trace_files(output_dir: Path) -> Dict[int, List[Path]]:
         rank = int(re.match(r"rank(\d+)_", p.name).group(1))
         found.setdefault(rank, []).append(p)
     return found
+
+
+FAKE_NSYS = ROOT / "tests" / "helpers" / "fake_nsys"
+
+
+def stand_in_nsys(tmp_path: Path) -> Tuple[Path, Path]:
+    """A bin dir holding the stand-in ``nsys`` (tests/helpers/fake_nsys), and the dir it records
+    each invocation in: put the first on the job's PATH, the second in FAKE_NSYS_LOG."""
+    bin_dir, log_dir = tmp_path / "bin", tmp_path / "nsys_log"
+    bin_dir.mkdir()
+    log_dir.mkdir()
+    (bin_dir / "nsys").symlink_to(FAKE_NSYS)
+    return bin_dir, log_dir
 
 
 def clean_env(**extra: str) -> Dict[str, str]:

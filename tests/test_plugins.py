@@ -40,11 +40,10 @@ from bridge_plugins.plugins import ProfilingPluginWarning, executors as ex_mod
 from recipes.config import ConfigContainer
 from recipes.overrides import parse_overrides
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
-from tests.support import ROOT, VENV_BIN
+from tests.support import FAKE_NSYS, ROOT, VENV_BIN
 
 # `nemo_run.run` is also a function name in the package namespace; import the module by path.
 
-FAKE_NSYS = ROOT / "tests" / "helpers" / "fake_nsys"
 AWKWARD = "/data/my run/snap;1.pickle"
 NSYS_DEFAULTS = ["--force-overwrite=true", "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
                  "--cuda-graph-trace=node", "--cuda-event-trace=false"]

@@ -21,11 +21,10 @@ from torchx.specs import AppState
 
 from bridge_plugins import NsysPlugin, PyTorchProfilerPlugin
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
-from tests.support import DIST_VARS, ROOT, VENV_BIN, trace_files, trace_steps
+from tests.support import DIST_VARS, ROOT, VENV_BIN, trace_files, trace_steps, stand_in_nsys
 
 pytestmark = pytest.mark.integration
 
-FAKE_NSYS = ROOT / "tests" / "helpers" / "fake_nsys"
 SMALL = ("train.train_iters=8", "model.hidden_size=32", "train.log_interval=4")
 NSYS_DEFAULTS = ["--force-overwrite=true", "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
                  "--cuda-graph-trace=node", "--cuda-event-trace=false"]
@@ -107,11 +106,7 @@ def test_script_local_awkward_output_dir_arrives_intact(tmp_path):
 
 
 def test_nsys_chain_with_stand_in_nsys(tmp_path, monkeypatch):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "nsys").symlink_to(FAKE_NSYS)
-    log = tmp_path / "nsys_log"
-    log.mkdir()
+    bindir, log = stand_in_nsys(tmp_path)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
     plugin = NsysPlugin(profile_step_start=2, profile_step_end=4, profile_ranks=[0], nsys_trace=["nvtx", "cuda"])

@@ -25,7 +25,7 @@ import pytest
 from bridge_plugins import FaultTolerancePlugin, NsysPlugin, PyTorchProfilerPlugin
 from bridge_plugins.plugins import ProfilingPluginWarning
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
-from tests.support import ROOT, VENV_BIN, clean_env, trace_files, trace_steps
+from tests.support import ROOT, VENV_BIN, clean_env, trace_files, trace_steps, stand_in_nsys
 
 pytestmark = pytest.mark.slurm
 
@@ -34,7 +34,6 @@ WINDOW = set(range(START, END))
 RANKS = [0, 1]
 SMALL = dict(train__train_iters=STEPS, model__hidden_size=32)
 SMALL_ARGS = [f"train.train_iters={STEPS}", "model.hidden_size=32"]
-FAKE_NSYS = ROOT / "tests" / "helpers" / "fake_nsys"
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,11 +229,7 @@ def test_script_python_m_recipes_train_under_torchrun(slurm_cluster, tmp_path):
 
 
 def test_nsys_one_report_per_slurm_task(slurm_cluster, tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "nsys").symlink_to(FAKE_NSYS)
-    nsys_log = tmp_path / "nsys_log"
-    nsys_log.mkdir()
+    bin_dir, nsys_log = stand_in_nsys(tmp_path)
     executor = slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2,
                               env=job_env(path_prefix=bin_dir, FAKE_NSYS_LOG=str(nsys_log)))
     plugin = NsysPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=RANKS)
