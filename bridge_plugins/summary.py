@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from bridge_plugins import artifact_names
+from bridge_plugins.artifact_names import DEFAULT_SNAPSHOT_NAME
 from bridge_plugins.runtime.artifacts import human_size
 
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
-_RANK_IN_NAME = re.compile(r"(?:^|_)(?:rank)?(\d+)(?:[._]|$)")
 
 
 def load_trace(path: Path) -> dict:
@@ -68,27 +69,24 @@ class Artifacts:
     memory: Dict[int, List[Path]] = field(default_factory=dict)
     nsys: List[Path] = field(default_factory=list)
 
-    def all(self) -> List[Path]:
-        return [p for ps in self.traces.values() for p in ps] + [p for ps in self.memory.values() for p in ps] + self.nsys
 
-
-def find_artifacts(job_dir: Path, memory_snapshot_path: str = "memory_snapshot.pickle") -> Artifacts:
-    job_dir = Path(job_dir)
+def find_artifacts(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME) -> Artifacts:
+    """Every artifact under ``job_dir``, recognised by :func:`bridge_plugins.artifact_names.parse`."""
     found = Artifacts()
-    for p in sorted(job_dir.rglob("rank*_steps*.pt.trace.json.gz")):
-        rank = int(re.match(r"rank(\d+)_", p.name).group(1))
-        found.traces.setdefault(rank, []).append(p)
-    snap = Path(memory_snapshot_path)
-    stem, suffix = snap.stem, snap.suffix
-    for p in sorted(job_dir.rglob(f"{stem}_*{suffix}")):
-        m = re.match(rf"{re.escape(stem)}_(?:oom_rank)?(\d+)", p.name)
-        if m:
-            found.memory.setdefault(int(m.group(1)), []).append(p)
-    found.nsys = sorted(p for p in job_dir.rglob("*") if p.suffix in (".nsys-rep", ".qdrep", ".qdstrm"))
+    for p in sorted(Path(job_dir).rglob("*")):
+        name = artifact_names.parse(p, Path(memory_snapshot_path).name)
+        if name is None or not p.is_file():
+            continue
+        if name.kind == "torch_trace":
+            found.traces.setdefault(name.rank, []).append(p)
+        elif name.kind in ("memory_snapshot", "oom_snapshot"):
+            found.memory.setdefault(name.rank, []).append(p)
+        elif name.kind == "nsys_report":
+            found.nsys.append(p)
     return found
 
 
-def report(job_dir: Path, memory_snapshot_path: str = "memory_snapshot.pickle", top: int = 10) -> Tuple[str, Optional[Dict[int, List[int]]]]:
+def report(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top: int = 10) -> Tuple[str, Optional[Dict[int, List[int]]]]:
     """A human-readable summary of a job's artifacts, and the steps captured per rank."""
     arts = find_artifacts(job_dir, memory_snapshot_path)
     lines: List[str] = []

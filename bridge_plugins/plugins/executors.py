@@ -38,13 +38,14 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import nemo_run as run
 from nemo_run.core.execution.launcher import LAUNCHER_MAP, FaultTolerance, Launcher, Torchrun
+from bridge_plugins.artifact_names import NSYS_SLURM_FILENAME
 
 Edit = Callable[[], None]
 
 CONTAINER_JOB_DIR = "/nemo_run"
 """Where NeMo Run's container executors (and Slurm with a container image) mount the job dir."""
 
-SLURM_NSYS_FILENAME = "profile_%p_%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_rank%q{SLURM_PROCID}"
+SLURM_NSYS_FILENAME = NSYS_SLURM_FILENAME
 """One report per Slurm task: job id, node and task rank (with torchrun: one nsys per node)."""
 
 GPU_METRICS_ENV = "GPU_METRICS_NODES"

@@ -13,39 +13,11 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, List
+
+from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, restart_tag, split_suffix  # noqa: F401 (re-exported)
 
 log = logging.getLogger("bridge_plugins")
-
-TORCH_TRACE_DIR = "torch_profile"
-"""Subdirectory of output_dir for PyTorch profiler traces."""
-TORCH_TRACE_SUFFIX = ".pt.trace.json.gz"
-"""TensorBoard's profiler plugin lists files ending so; Perfetto UI opens them (gzip JSON)."""
-
-
-def restart_tag() -> str:
-    """A name part that differs between attempts of a restarted job, or '' on the first attempt.
-
-    torchelastic (torchrun, ft_launcher in-job restarts) counts in TORCHELASTIC_RESTART_COUNT;
-    Slurm requeues count in SLURM_RESTART_COUNT.
-    """
-    parts = []
-    slurm = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
-    elastic = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0)
-    if slurm:
-        parts.append(f"requeue{slurm}")
-    if elastic:
-        parts.append(f"restart{elastic}")
-    return "_" + "_".join(parts) if parts else ""
-
-
-def split_suffix(name: str, suffix: Optional[str] = None) -> tuple:
-    """Split ``name`` into (stem, suffix); ``suffix`` forces a compound one like '.pt.trace.json.gz'."""
-    if suffix and name.endswith(suffix):
-        return name[: -len(suffix)], suffix
-    p = Path(name)
-    return (p.name[: -len(p.suffix)] if p.suffix else p.name), p.suffix
-
 
 class ArtifactWriter:
     """Writes files atomically without overwriting and keeps the list of what was written."""

@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 
 from bridge_plugins.config import ProfilingConfig
-from bridge_plugins.runtime.artifacts import ArtifactWriter, restart_tag, split_suffix
+from bridge_plugins.artifact_names import oom_snapshot_stem, snapshot_stem, split_suffix
+from bridge_plugins.runtime.artifacts import ArtifactWriter
 
 log = logging.getLogger("bridge_plugins")
 
@@ -39,7 +40,7 @@ class MemoryHistoryBackend:
         self.recording = False
 
     def on_enter(self) -> None:
-        log.info("rank %d: memory snapshots go to %s", self.rank, self.directory / f"{self.stem}_{self.rank}{self.suffix}")
+        log.info("rank %d: memory snapshots go to %s", self.rank, self.directory / f"{snapshot_stem(self.stem, self.rank, environ={})}{self.suffix}")
         if not torch.cuda.is_available():
             log.warning(
                 "rank %d: record_memory_history requested but CUDA is not available: no memory snapshot will be "
@@ -57,7 +58,7 @@ class MemoryHistoryBackend:
         if not self.recording:
             return
         try:
-            self._dump(f"{self.stem}_oom_rank{self.rank}{restart_tag()}", "OOM memory snapshot")
+            self._dump(oom_snapshot_stem(self.stem, self.rank), "OOM memory snapshot")
         except Exception as e:  # the OOM itself must reach the training loop, not our failure
             log.error("rank %d: writing the OOM memory snapshot failed: %s", self.rank, e)
 
@@ -86,7 +87,7 @@ class MemoryHistoryBackend:
         if not self.recording:
             return
         try:
-            self._dump(f"{self.stem}_{self.rank}{restart_tag()}", "memory snapshot")
+            self._dump(snapshot_stem(self.stem, self.rank), "memory snapshot")
         finally:
             self.recording = False
             torch.cuda.memory._record_memory_history(enabled=None)

@@ -19,7 +19,8 @@ import torch
 from torch.profiler import ProfilerAction, ProfilerActivity
 
 from bridge_plugins.config import ProfilingConfig
-from bridge_plugins.runtime.artifacts import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, ArtifactWriter, restart_tag
+from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, torch_trace_stem
+from bridge_plugins.runtime.artifacts import ArtifactWriter
 
 log = logging.getLogger("bridge_plugins")
 
@@ -77,7 +78,7 @@ class TorchProfilerBackend:
         if prof is None:
             return
         prof.stop()
-        stem = f"rank{self.rank}_steps{first}-{last}{restart_tag()}"
+        stem = torch_trace_stem(self.rank, first, last)
         if sync or not self.cfg.background_export:
             self._export(prof, stem)
             return
