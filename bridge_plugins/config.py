@@ -29,6 +29,11 @@ _BOOL_FIELDS = (
     "pytorch_profiler_profile_memory",
     "nvtx_per_op",
     "background_export",
+    "pytorch_profiler_collect_shapes",
+    "pytorch_profiler_collect_callstack",
+    "pytorch_profiler_collect_chakra",
+    "nvtx_ranges",
+    "on_demand",
 )
 
 
@@ -64,6 +69,16 @@ class ProfilingConfig:
     """How many allocator events the memory history keeps (a ring buffer)."""
     background_export: bool = True
     """Write PyTorch traces from a background thread, so a profiled rank rejoins its collectives at once."""
+    pytorch_profiler_collect_shapes: bool = False
+    """Megatron Bridge's name: operator shapes in the PyTorch trace (same effect as record_shapes there)."""
+    pytorch_profiler_collect_callstack: bool = False
+    """Megatron Bridge's name: Python stacks in the PyTorch trace (same as pytorch_profiler_with_stack)."""
+    pytorch_profiler_collect_chakra: bool = False
+    """Also write a Chakra execution trace per profiled rank, for the window's steps only."""
+    nvtx_ranges: bool = False
+    """Megatron Bridge's switch for NVTX ranges around model code (see README for what we do with it)."""
+    on_demand: bool = False
+    """Let `bridge-plugins trigger JOB_DIR` ask this running job to profile its next steps (no restart)."""
 
     def __post_init__(self) -> None:
         self.validate()

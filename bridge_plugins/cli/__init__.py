@@ -1,0 +1,43 @@
+"""The ``bridge-plugins`` command (also ``python -m bridge_plugins``).
+
+Each subcommand is one module in this package with ``add_parser(subparsers)`` and
+``run(args) -> int`` (``add_parser`` calls ``set_defaults(run=run)``); ``SUBCOMMANDS`` lists them, so adding one is a file plus a line. Readers
+(summary, compare, memory, report) only read artifacts; ``trigger`` writes a request file that a
+running job picks up. None of them import nemo_run or the runtime's backends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import List, Optional
+
+SUBCOMMANDS = [
+    # "summary", "compare", "memory", "report", "trigger": each bridge_plugins/cli/<name>.py
+]
+
+
+class UsageError(Exception):
+    """Bad input (a missing file, a trace that is not JSON...): printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bridge-plugins", description="Read and steer the profiles that bridge-plugins takes."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"bridge_plugins.cli.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except UsageError as e:
+        print(f"bridge-plugins {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
