@@ -69,6 +69,8 @@ class FaultToleranceConfig:
 
     enable_ft_package: bool = False
     """True when the job runs under nvidia-resiliency-ext's ft_launcher (disables nsys)."""
+    calc_ft_timeouts: bool = False
+    """Megatron Bridge's switch for computed heartbeat timeouts; set by FaultTolerancePlugin, unused by this job."""
 
 
 @dataclass

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, List, Optional
 
 import nemo_run as run
 
 from bridge_plugins.plugins import executors as ex
 from bridge_plugins.plugins import tasks
+from bridge_plugins.plugins.base import check_bool, check_importable
+from bridge_plugins.plugins.script_args import FaultTolerancePluginScriptArgs
 
 
 def _check_count(owner: str, name: str, value) -> None:
@@ -32,11 +34,18 @@ def _check_timeout(owner: str, name: str, value) -> None:
 class FaultTolerancePlugin(run.Plugin):
     """Install ``run.FaultTolerance`` (nvidia-resiliency-ext's ft_launcher) on the executor.
 
-    Sets ``ft.enable_ft_package=True`` in the task. nsys cannot follow ft_launcher's restarts,
+    Writes ``ft.enable_ft_package`` and ``ft.calc_ft_timeouts`` into the task, as Megatron
+    Bridge's plugin of the same name does: ``ft.<field>=true|false`` overrides for a run.Script
+    (or what ``script_args_converter_fn`` returns), the recipe's ``ft`` section for a run.Partial
+    (a field the section lacks is reported and skipped). nsys cannot follow ft_launcher's restarts,
     so nsys profiling is switched off with a warning whichever order the plugins come in; the
     PyTorch profiler is unaffected.
     """
 
+    enable_ft_package: bool = True
+    """Tell the job to start the fault-tolerance package (heartbeats to ft_launcher's rank monitors)."""
+    calc_ft_timeouts: bool = True
+    """Let the fault-tolerance package compute the heartbeat timeouts from the observed iteration times."""
     num_in_job_restarts: int = 3
     """Restarts of the workers inside one allocation (ft_launcher ``--max-restarts``)."""
     num_job_retries_on_failure: int = 2
@@ -45,9 +54,15 @@ class FaultTolerancePlugin(run.Plugin):
     """Seconds to wait for a rank's first heartbeat (covers start-up and checkpoint loading)."""
     rank_heartbeat_timeout: Optional[float] = 300
     """Seconds between heartbeats before a rank counts as hung."""
+    script_args_converter_fn: Optional[Callable[[FaultTolerancePluginScriptArgs], List[str]]] = None
+    """For run.Script tasks: turns ``FaultTolerancePluginScriptArgs`` into the script's args
+    (default: ``ft.enable_ft_package=<bool> ft.calc_ft_timeouts=<bool>``). Module-level function."""
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        check_bool(owner, "enable_ft_package", self.enable_ft_package)
+        check_bool(owner, "calc_ft_timeouts", self.calc_ft_timeouts)
+        check_importable(owner, "script_args_converter_fn", self.script_args_converter_fn)
         _check_count(owner, "num_in_job_restarts", self.num_in_job_restarts)
         _check_count(owner, "num_job_retries_on_failure", self.num_job_retries_on_failure)
         _check_timeout(owner, "initial_rank_heartbeat_timeout", self.initial_rank_heartbeat_timeout)
@@ -64,8 +79,22 @@ class FaultTolerancePlugin(run.Plugin):
             rank_heartbeat_timeout=self.rank_heartbeat_timeout,
         )
         task_edits, task_had_nsys = tasks.plan_enable_ft(
-            self, task, executor, old_steps, ex.arg_encoding(executor, launcher))
+            self, task, executor, old_steps, ex.arg_encoding(executor, launcher), self.ft_values(),
+            self.script_args() if isinstance(task, run.Script) else [])
         if launcher_had_nsys or task_had_nsys:
             ex.warn("FaultTolerancePlugin: nsys profiling is disabled because the job now runs under "
                     "ft_launcher, whose restarts nsys cannot follow")
         tasks.apply([executor_edit, *task_edits])
+
+    def ft_values(self) -> dict:
+        """The ``ft`` section fields this plugin sets."""
+        return {"enable_ft_package": self.enable_ft_package, "calc_ft_timeouts": self.calc_ft_timeouts}
+
+    def script_args(self) -> List[str]:
+        """The run.Script args for the ``ft`` section (the converter's, or ``ft.<field>=<yaml>``)."""
+        if self.script_args_converter_fn is None:
+            return tasks.default_script_args_converter(self.ft_values(), section=tasks.FT)
+        raw = self.script_args_converter_fn(FaultTolerancePluginScriptArgs.from_values(self.ft_values()))
+        if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+            raise TypeError(f"{type(self).__name__}.script_args_converter_fn must return a list of str, got {raw!r}")
+        return raw

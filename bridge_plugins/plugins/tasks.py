@@ -30,6 +30,7 @@ import yaml
 
 from bridge_plugins.config import ProfilingConfig, validate_fields
 from bridge_plugins.plugins import executors as ex
+from bridge_plugins.plugins import script_args
 
 Edit = Callable[[], None]
 
@@ -310,7 +311,7 @@ def plan_profiling(
 
         edit, _ = plan_section(owner, container, PROFILING, values, fallback=ProfilingConfig, validate=validate)
         return edit
-    raw = (converter or default_script_args_converter)(dict(values))
+    raw = converter(script_args.for_profiling(values)) if converter else default_script_args_converter(values)
     if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
         raise TypeError(f"{owner}.script_args_converter_fn must return a list of str, got {raw!r}")
     steps = ex.arg_encoding(executor) if launcher is None else ex.arg_encoding(executor, launcher)
@@ -321,8 +322,9 @@ _PROFILING_FIELDS = {f.name for f in dataclasses.fields(ProfilingConfig)}
 
 
 def plan_enable_ft(plugin: object, task: run.Partial | run.Script, executor: run.Executor,
-                   old_steps: Sequence[str], new_steps: Sequence[str]) -> Tuple[List[Edit], bool]:
-    """Set ``ft.enable_ft_package=True`` and switch ``profiling.use_nsys_profiler`` off.
+                   old_steps: Sequence[str], new_steps: Sequence[str], ft_values: Mapping[str, Any],
+                   ft_args: Sequence[str]) -> Tuple[List[Edit], bool]:
+    """Write the ``ft`` section (``ft_values``, or ``ft_args`` for a Script) and switch nsys off.
 
     For a Script, the plugin-written args are first re-encoded for the new launcher. Returns the
     edits and whether the task had nsys profiling on.
@@ -332,12 +334,12 @@ def plan_enable_ft(plugin: object, task: run.Partial | run.Script, executor: run
         nsys_key = f"{PROFILING}.use_nsys_profiler"
         had_nsys = script_overrides(task, old_steps).get(nsys_key) is True
         args = reencoded(owner, task.args, old_steps, new_steps, {nsys_key: False})
-        args = with_overrides(owner, args, [f"{FT}.enable_ft_package=true"], new_steps)
+        args = with_overrides(owner, args, ft_args, new_steps)
         return [plan_script_args(task, args)], had_nsys
     container = find_config_container(plugin, task)
     edits: List[Edit] = []
     if _has_section(container.__fn_or_cls__, FT):
-        edits.append(plan_section(owner, container, FT, {"enable_ft_package": True})[0])
+        edits.append(plan_section(owner, container, FT, ft_values)[0])
     else:
         ex.warn(f"{owner}: {container.__fn_or_cls__.__name__} has no 'ft' section; "
                 f"the job is not told that it runs under ft_launcher")
