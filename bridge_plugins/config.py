@@ -14,27 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import typing
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 DEFAULT_OUTPUT_DIR = "profiling"
 """Where artifacts go when output_dir is None (relative to the job's working directory)."""
-
-_BOOL_FIELDS = (
-    "use_nsys_profiler",
-    "use_pytorch_profiler",
-    "record_shapes",
-    "record_memory_history",
-    "pytorch_profiler_with_stack",
-    "pytorch_profiler_profile_memory",
-    "nvtx_per_op",
-    "background_export",
-    "pytorch_profiler_collect_shapes",
-    "pytorch_profiler_collect_callstack",
-    "pytorch_profiler_collect_chakra",
-    "nvtx_ranges",
-    "on_demand",
-)
 
 
 @dataclass
@@ -96,6 +81,16 @@ class ProfilingConfig:
             self.output_dir = os.fspath(self.output_dir)
         return self
 
+    @classmethod
+    def from_object(cls, obj: Any) -> "ProfilingConfig":
+        """Ours from a foreign profiling config: Megatron Bridge's (0.3.1 or main), Megatron-LM's, an
+        OmegaConf node or a mapping of field values. Fields we share are copied; a field we do not
+        support that holds a non-default value, or a shared field whose meaning differs, is named
+        in a ``ForeignConfigWarning``; nothing is dropped silently (see ``foreign_config``)."""
+        from bridge_plugins.foreign_config import profiling_config_from_object
+
+        return profiling_config_from_object(obj)
+
     @property
     def enabled(self) -> bool:
         """True when any feature is on (a profiler or memory history)."""
@@ -110,96 +105,119 @@ class ProfilingConfig:
         return range(self.profile_step_start, self.profile_step_end)
 
 
+def field_defaults() -> Dict[str, Any]:
+    """Every ProfilingConfig field with its default value (a fresh list for ``profile_ranks``)."""
+    return {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            for f in dataclasses.fields(ProfilingConfig)}
+
+
+def _fields_of_type(kind: type) -> Tuple[str, ...]:
+    hints = typing.get_type_hints(ProfilingConfig)
+    return tuple(f.name for f in dataclasses.fields(ProfilingConfig) if hints[f.name] is kind)
+
+
+_BOOL_FIELDS = _fields_of_type(bool)
+_INT_FIELDS = _fields_of_type(int)
+_PATH_FIELDS = ("output_dir", "memory_snapshot_path")
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def validate_fields(values: dict) -> None:
-    """Validate a mapping of ProfilingConfig field values (missing keys take the defaults).
+def _short(ranks: Any) -> str:
+    """A rank list for a message: whole when short, else its head and length."""
+    ranks = list(ranks)
+    return repr(ranks) if len(ranks) <= 16 else f"[{', '.join(map(repr, ranks[:8]))}, ...] ({len(ranks)} ranks)"
 
-    Shared by ProfilingConfig construction and the launch-side plugins, which validate before
-    they touch an executor or a task.
+
+def validate_fields(values: Mapping[str, Any], owner: str = "ProfilingConfig",
+                    names: Optional[Mapping[str, str]] = None) -> None:
+    """Validate ProfilingConfig field values (missing keys take the defaults) without touching any disk.
+
+    Shared by ProfilingConfig construction and the launch-side plugins, which validate before they
+    touch an executor or a task. Errors name ``<owner>.<name>``, where ``names`` maps a config field
+    to the caller's own name for it (a plugin's ``with_stack`` for ``pytorch_profiler_with_stack``).
+    Whether a path exists, or is a directory, is checked where the job resolves it (the controller),
+    never here: the driver's disk is not the job's.
     """
-    defaults = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
-                for f in dataclasses.fields(ProfilingConfig)}
+    names = names or {}
+
+    def nm(name: str) -> str:
+        return names.get(name, name)
+
+    def full(name: str) -> str:
+        return f"{owner}.{nm(name)}"
+
+    defaults = field_defaults()
     unknown = sorted(set(values) - set(defaults))
     if unknown:
-        raise TypeError(f"ProfilingConfig has no field(s) {unknown}; valid fields: {sorted(defaults)}")
+        raise TypeError(f"{owner} has no field(s) {unknown}; valid fields: {sorted(defaults)}")
     v = {**defaults, **values}
 
     for name in _BOOL_FIELDS:
         if not isinstance(v[name], bool):
-            raise TypeError(
-                f"ProfilingConfig.{name} must be a bool, got {v[name]!r} ({type(v[name]).__name__}); "
-                f"pass True or False"
-            )
+            raise TypeError(f"{full(name)} must be a bool, got {v[name]!r} ({type(v[name]).__name__}); pass True or False")
     if v["use_nsys_profiler"] and v["use_pytorch_profiler"]:
-        raise ValueError(
-            "ProfilingConfig.use_nsys_profiler and use_pytorch_profiler are both True; "
-            "they are mutually exclusive: turn one of them off"
-        )
-    for name in ("profile_step_start", "profile_step_end", "memory_history_max_entries"):
+        raise ValueError(f"{owner}: use_nsys_profiler and use_pytorch_profiler are both True; "
+                         f"they are mutually exclusive: turn one of them off")
+    for name in _INT_FIELDS:
         if not _is_int(v[name]):
-            raise TypeError(f"ProfilingConfig.{name} must be an int, got {v[name]!r} ({type(v[name]).__name__})")
+            raise TypeError(f"{full(name)} must be an int, got {v[name]!r} ({type(v[name]).__name__})")
     for name in ("profile_step_start", "profile_step_end"):
         if v[name] < 0:
-            raise ValueError(
-                f"ProfilingConfig.{name}={v[name]} is negative; steps are 0-based iteration indices, use a value >= 0"
-            )
-    if v["profile_step_end"] <= v["profile_step_start"]:
-        raise ValueError(
-            f"ProfilingConfig.profile_step_end={v['profile_step_end']} must be greater than "
-            f"profile_step_start={v['profile_step_start']}: the window is start <= step < end, "
-            f"so set profile_step_end to at least {v['profile_step_start'] + 1}"
-        )
+            raise ValueError(f"{full(name)}={v[name]} is negative; steps are 0-based iteration indices, use a value >= 0")
+    start, end = v["profile_step_start"], v["profile_step_end"]
+    if end <= start:
+        raise ValueError(f"{full('profile_step_end')}={end} must be greater than {nm('profile_step_start')}={start}: "
+                         f"the window is start <= step < end, so set {nm('profile_step_end')} to at least {start + 1}")
     if v["memory_history_max_entries"] <= 0:
-        raise ValueError(
-            f"ProfilingConfig.memory_history_max_entries={v['memory_history_max_entries']} must be positive "
-            f"(default 100000)"
-        )
+        raise ValueError(f"{full('memory_history_max_entries')}={v['memory_history_max_entries']} must be positive "
+                         f"(default 100000)")
+    _check_ranks(v["profile_ranks"], full("profile_ranks"))
+    for name in _PATH_FIELDS:
+        _check_path(v[name], full(name), is_file=name == "memory_snapshot_path")
 
-    ranks = v["profile_ranks"]
+
+def _check_ranks(ranks: Any, label: str) -> None:
     if not isinstance(ranks, (list, tuple)):
-        raise TypeError(
-            f"ProfilingConfig.profile_ranks must be a list of global ranks, got {ranks!r} "
-            f"({type(ranks).__name__}); e.g. [0] or [0, 1], or [] for every rank"
-        )
+        raise TypeError(f"{label} must be a list of global ranks, got {ranks!r} ({type(ranks).__name__}); "
+                        f"e.g. [0] or [0, 1], or [] for every rank")
     for r in ranks:
         if not _is_int(r):
-            raise TypeError(
-                f"ProfilingConfig.profile_ranks={list(ranks)!r} holds {r!r} ({type(r).__name__}); "
-                f"ranks must be ints >= 0"
-            )
+            raise TypeError(f"{label}={_short(ranks)} holds {r!r} ({type(r).__name__}); ranks must be ints >= 0")
         if r < 0:
-            raise ValueError(f"ProfilingConfig.profile_ranks={list(ranks)!r} holds negative rank {r}; ranks are >= 0")
-    dupes = sorted({r for r in ranks if list(ranks).count(r) > 1})
+            raise ValueError(f"{label}={_short(ranks)} holds negative rank {r}; ranks are >= 0")
+    seen: set = set()
+    dupes = sorted({r for r in ranks if r in seen or seen.add(r)})  # linear: one set lookup per rank
     if dupes:
-        raise ValueError(f"ProfilingConfig.profile_ranks={list(ranks)!r} repeats rank(s) {dupes}; list each rank once")
+        raise ValueError(f"{label}={_short(ranks)} repeats rank(s) {_short(dupes)}; list each rank once")
 
-    out = v["output_dir"]
-    if out is not None:
-        if not isinstance(out, (str, os.PathLike)):
-            raise TypeError(f"ProfilingConfig.output_dir must be a str path or None, got {out!r} ({type(out).__name__})")
-        if not os.fspath(out).strip():
-            raise ValueError("ProfilingConfig.output_dir is empty; use None for ./profiling or give a directory")
-        if os.path.isfile(out):
-            raise ValueError(f"ProfilingConfig.output_dir={os.fspath(out)!r} is an existing file; give a directory")
 
-    path = v["memory_snapshot_path"]
+def _check_path(path: Any, label: str, is_file: bool) -> None:
+    """A path value the job can use: a str (or PathLike), not empty, no NUL, a ``~user`` that
+    exists, and for a file, a last component that is a file name."""
+    if path is None and not is_file:
+        return
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"ProfilingConfig.memory_snapshot_path must be a str path, got {path!r} ({type(path).__name__})")
+        kind = "a str path" if is_file else "a str path or None"
+        raise TypeError(f"{label} must be {kind}, got {path!r} ({type(path).__name__})")
     path = os.fspath(path)
+    example = "'memory_snapshot.pickle'" if is_file else "None for ./profiling, or a directory"
     if not path.strip():
-        raise ValueError(
-            "ProfilingConfig.memory_snapshot_path is empty; give a file name such as 'memory_snapshot.pickle'"
-        )
-    # resolved as the job resolves it: relative paths live under output_dir
-    resolved = path if os.path.isabs(path) else os.path.join(os.fspath(v["output_dir"] or DEFAULT_OUTPUT_DIR), path)
-    if path.endswith(("/", os.sep)) or os.path.isdir(resolved):
-        raise ValueError(
-            f"ProfilingConfig.memory_snapshot_path={path!r} names a directory; give a file inside it, "
-            f"e.g. {os.path.join(path, 'memory_snapshot.pickle')!r}"
-        )
+        raise ValueError(f"{label} is empty; give {example}")
+    if "\0" in path:
+        raise ValueError(f"{label}={path!r} contains a NUL character, which no file system accepts; remove it")
+    if path.startswith("~"):
+        user = path[1:].split("/", 1)[0]
+        if user and os.path.expanduser("~" + user) == "~" + user:
+            raise ValueError(f"{label}={path!r} starts with '~{user}', but there is no user {user!r} to expand it to; "
+                             f"give an absolute path or one under '~/'")
+    if is_file:
+        last = path.rstrip("/")[path.rstrip("/").rfind("/") + 1:]
+        if path.endswith(("/", os.sep)) or last in ("", ".", "..") or (last.startswith("~") and "/" not in path):
+            raise ValueError(f"{label}={path!r} names a directory; give a file inside it, "
+                             f"e.g. {os.path.join(path, 'memory_snapshot.pickle')!r}")
 
 
 def profiling_fields() -> List[str]:

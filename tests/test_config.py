@@ -76,24 +76,101 @@ def test_validation_errors_name_field_value_and_fix(kwargs, exc, words):
         validate_fields(kwargs)
 
 
-def test_snapshot_path_naming_an_existing_directory(tmp_path):
-    with pytest.raises(ValueError, match="names a directory"):
-        ProfilingConfig(memory_snapshot_path=str(tmp_path))
+BAD_PATHS = [
+    (dict(output_dir="/tmp/a\0b"), ["output_dir", "'/tmp/a\\x00b'", "NUL", "remove it"]),
+    (dict(memory_snapshot_path="snap\0.pickle"), ["memory_snapshot_path", "NUL"]),
+    (dict(output_dir="~nosuchuser_bp/out"), ["output_dir", "'~nosuchuser_bp/out'", "no user 'nosuchuser_bp'", "'~/'"]),
+    (dict(memory_snapshot_path="~nosuchuser_bp/s.pickle"), ["memory_snapshot_path", "no user 'nosuchuser_bp'"]),
+    (dict(memory_snapshot_path="~"), ["memory_snapshot_path='~'", "names a directory", "'~/memory_snapshot.pickle'"]),
+    (dict(memory_snapshot_path="."), ["memory_snapshot_path='.'", "names a directory"]),
+    (dict(memory_snapshot_path="out/.."), ["memory_snapshot_path='out/..'", "names a directory"]),
+    (dict(memory_snapshot_path="~root"), ["memory_snapshot_path='~root'", "names a directory"]),
+]
 
 
-def test_relative_snapshot_path_is_checked_where_the_job_resolves_it(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kwargs,words", BAD_PATHS, ids=[repr(b[0]) for b in BAD_PATHS])
+def test_paths_the_job_cannot_use_are_rejected_at_construction(kwargs, words):
+    """Issue 7.6: these passed validation and then crashed `with controller:` in the job."""
+    with pytest.raises(ValueError) as info:
+        ProfilingConfig(**kwargs)
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))
+
+
+def test_usable_home_relative_paths_are_accepted():
+    cfg = ProfilingConfig(output_dir="~/runs", memory_snapshot_path="~/snaps/s.pickle")
+    assert (cfg.output_dir, cfg.memory_snapshot_path) == ("~/runs", "~/snaps/s.pickle")
+    assert ProfilingConfig(memory_snapshot_path="a/~x").memory_snapshot_path == "a/~x"  # a file named '~x'
+    assert ProfilingConfig(output_dir="~root/x").output_dir == "~root/x"  # root exists everywhere
+
+
+def test_validation_does_not_look_at_the_drivers_disk(tmp_path, monkeypatch):
+    """Issue 8.5: paths name places on the job's machine (/nemo_run/..., a cluster file system).
+    A file or directory that happens to exist under the same name on the driver decides nothing;
+    the controller checks them where the job resolves them."""
     (tmp_path / "out" / "snaps").mkdir(parents=True)
-    with pytest.raises(ValueError, match="names a directory"):
+    (tmp_path / "file").write_text("x")
+    monkeypatch.chdir(tmp_path)
+    import os.path
+
+    touched = []
+    with monkeypatch.context() as m:
+        for name in ("isdir", "isfile", "exists", "lexists"):
+            real = getattr(os.path, name)
+            m.setattr(os.path, name, lambda p, _real=real, _name=name: touched.append((_name, p)) or _real(p))
         ProfilingConfig(output_dir=str(tmp_path / "out"), memory_snapshot_path="snaps")
-    monkeypatch.chdir(tmp_path / "out")  # a directory 'snaps' here is not where the job writes
-    assert ProfilingConfig(output_dir=str(tmp_path / "elsewhere"), memory_snapshot_path="snaps").memory_snapshot_path == "snaps"
+        ProfilingConfig(output_dir=str(tmp_path / "file"), memory_snapshot_path=str(tmp_path))
+    assert touched == []
 
 
-def test_output_dir_naming_a_file(tmp_path):
-    f = tmp_path / "file"
-    f.write_text("x")
-    with pytest.raises(ValueError, match="existing file"):
-        ProfilingConfig(output_dir=str(f))
+class _CountingRank(int):
+    """An int that counts how often validation compares or hashes it."""
+
+    calls = 0
+
+    def __eq__(self, other):
+        _CountingRank.calls += 1
+        return int(self) == int(other)
+
+    def __hash__(self):
+        _CountingRank.calls += 1
+        return int.__hash__(self)
+
+
+def test_duplicate_rank_check_is_linear():
+    """Issue 7.8: 16,384 ranks took 2-3 s and 32,768 took 16 s (list.count per rank). Counted, not timed:
+    the check may touch each rank a constant number of times."""
+    n = 5000
+    ranks = [_CountingRank(r) for r in range(n)]
+    _CountingRank.calls = 0
+    validate_fields({"profile_ranks": ranks})
+    assert _CountingRank.calls <= 3 * n, _CountingRank.calls
+
+
+def test_many_ranks_validate_quickly_and_errors_stay_short():
+    import time
+
+    t = time.perf_counter()
+    ProfilingConfig(profile_ranks=list(range(200_000)))
+    assert time.perf_counter() - t < 5  # generous: about 0.1 s here; the old check needed hours
+    with pytest.raises(ValueError) as info:
+        ProfilingConfig(profile_ranks=list(range(100_000)) + [7])
+    msg = str(info.value)
+    assert "repeats rank(s) [7]" in msg and "(100001 ranks)" in msg and len(msg) < 300
+
+
+def test_bool_and_int_fields_are_derived_from_the_dataclass():
+    """One place for the field list: every annotated bool/int field is type-checked."""
+    import typing
+
+    hints = typing.get_type_hints(ProfilingConfig)
+    for f in dataclasses.fields(ProfilingConfig):
+        if hints[f.name] is bool:
+            with pytest.raises(TypeError, match=f"ProfilingConfig.{f.name} must be a bool, got 'yes'"):
+                validate_fields({f.name: "yes"})
+        elif hints[f.name] is int:
+            with pytest.raises(TypeError, match=f"ProfilingConfig.{f.name} must be an int, got 'yes'"):
+                validate_fields({f.name: "yes"})
 
 
 def test_unknown_field_in_validate_fields():

@@ -69,14 +69,7 @@ class ProfilerPlugin(run.Plugin):
             self.profile_ranks = [0]
         elif isinstance(self.profile_ranks, tuple):
             self.profile_ranks = list(self.profile_ranks)
-        try:
-            validate_fields(self.profiling_values())
-        except (TypeError, ValueError) as e:
-            # Name the plugin's fields, not ProfilingConfig's, in the message.
-            msg = str(e)
-            for attr, cfg in self._FIELDS.items():
-                msg = msg.replace(f"ProfilingConfig.{cfg}", f"{owner}.{attr}")
-            raise type(e)(msg.replace("ProfilingConfig.", f"{owner}.")) from None
+        validate_fields(self.profiling_values(), owner=owner, names={cfg: attr for attr, cfg in self._FIELDS.items()})
         check_importable(owner, "script_args_converter_fn", self.script_args_converter_fn)
 
     def profiling_values(self) -> Dict[str, Any]:
