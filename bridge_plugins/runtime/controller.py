@@ -73,10 +73,7 @@ def _profiling_section(cfg: Any) -> Optional[ProfilingConfig]:
     """Accept our ProfilingConfig, any object with its field names (Megatron Bridge's), or None."""
     if cfg is None or isinstance(cfg, ProfilingConfig):
         return cfg
-    from dataclasses import fields
-
-    values = {f.name: getattr(cfg, f.name) for f in fields(ProfilingConfig) if hasattr(cfg, f.name)}
-    return ProfilingConfig(**values)
+    return ProfilingConfig.from_object(cfg)
 
 
 class ProfilingController:
