@@ -301,3 +301,25 @@ def test_ft_script_args_reach_the_job_and_parse(executor):
     FaultTolerancePlugin(calc_ft_timeouts=False).setup(task, executor)
     cfg = parse_overrides(task.args)
     assert (cfg.ft.enable_ft_package, cfg.ft.calc_ft_timeouts) == (True, False)
+
+
+def bad_ft_converter(args):
+    return "ft.enable_ft_package=true"  # a str, not a list
+
+
+def test_ft_bad_converter_or_flag_changes_nothing(executor):
+    task = script_task()
+    before = (list(task.args), executor.launcher, executor.retries)
+    with pytest.raises(TypeError, match="FaultTolerancePlugin.script_args_converter_fn must return a list of str"):
+        FaultTolerancePlugin(script_args_converter_fn=bad_ft_converter).setup(task, executor)
+    assert (list(task.args), executor.launcher, executor.retries) == before
+    with pytest.raises(TypeError, match="FaultTolerancePlugin.calc_ft_timeouts must be a bool, got 'no'"):
+        FaultTolerancePlugin(calc_ft_timeouts="no")
+
+
+def test_ft_false_values_are_written_and_setup_twice_adds_nothing(executor):
+    task = script_task()
+    plugin = FaultTolerancePlugin(enable_ft_package=False, calc_ft_timeouts=False)
+    plugin.setup(task, executor)
+    plugin.setup(task, executor)
+    assert task.args == ["ft.enable_ft_package=false", "ft.calc_ft_timeouts=false"]
