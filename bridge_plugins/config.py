@@ -157,7 +157,8 @@ def validate_fields(values: Mapping[str, Any], owner: str = "ProfilingConfig",
 
     for name in _BOOL_FIELDS:
         if not isinstance(v[name], bool):
-            raise TypeError(f"{full(name)} must be a bool, got {v[name]!r} ({type(v[name]).__name__}); pass True or False")
+            got = f"{v[name]!r} ({type(v[name]).__name__})"
+            raise TypeError(f"{full(name)} must be a bool, got {got}; pass True or False")
     if v["use_nsys_profiler"] and v["use_pytorch_profiler"]:
         raise ValueError(f"{owner}: use_nsys_profiler and use_pytorch_profiler are both True; "
                          f"they are mutually exclusive: turn one of them off")
@@ -166,7 +167,8 @@ def validate_fields(values: Mapping[str, Any], owner: str = "ProfilingConfig",
             raise TypeError(f"{full(name)} must be an int, got {v[name]!r} ({type(v[name]).__name__})")
     for name in ("profile_step_start", "profile_step_end"):
         if v[name] < 0:
-            raise ValueError(f"{full(name)}={v[name]} is negative; steps are 0-based iteration indices, use a value >= 0")
+            raise ValueError(f"{full(name)}={v[name]} is negative; steps are 0-based iteration indices, "
+                             f"use a value >= 0")
     start, end = v["profile_step_start"], v["profile_step_end"]
     if end <= start:
         raise ValueError(f"{full('profile_step_end')}={end} must be greater than {nm('profile_step_start')}={start}: "

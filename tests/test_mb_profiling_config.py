@@ -40,7 +40,8 @@ def test_profiling_config_instantiation_validation(use_pytorch_profiler, use_nsy
                                              "they are mutually exclusive"):
             create_test_profiling_config(use_pytorch_profiler=use_pytorch_profiler, use_nsys_profiler=use_nsys_profiler)
     else:
-        cfg = create_test_profiling_config(use_pytorch_profiler=use_pytorch_profiler, use_nsys_profiler=use_nsys_profiler)
+        cfg = create_test_profiling_config(use_pytorch_profiler=use_pytorch_profiler,
+                                           use_nsys_profiler=use_nsys_profiler)
         cfg.validate()  # Should pass without error
 
 

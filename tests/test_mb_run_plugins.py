@@ -275,7 +275,8 @@ def mapping_converter(values):
 
 def test_mapping_style_converter_still_sees_every_value(executor):
     task = script_task()
-    NsysPlugin(profile_step_start=3, profile_step_end=5, script_args_converter_fn=mapping_converter).setup(task, executor)
+    plugin = NsysPlugin(profile_step_start=3, profile_step_end=5, script_args_converter_fn=mapping_converter)
+    plugin.setup(task, executor)
     assert task.args == ["--nvtx_per_op=False", f"--output_dir={executor.job_dir}", "--start=3"]
 
 
