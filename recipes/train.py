@@ -130,9 +130,13 @@ def _configure_logging() -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
-        from recipes.overrides import valid_keys
+        from recipes.overrides import describe_keys
 
-        print("usage: python -m recipes.train [key=value ...]\n\nkeys:\n  " + "\n  ".join(valid_keys()))
+        print(
+            "usage: python -m recipes.train [key=value ...]\n\n"
+            "Values are YAML (true, 3, [0,1], null, \"a string\"). Keys, with type and default:\n  "
+            + "\n  ".join(describe_keys())
+        )
         return 0
     try:
         config = parse_overrides(argv)
