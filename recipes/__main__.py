@@ -191,8 +191,8 @@ def how_to_open(arts, job_dir: Path, html_report: Optional[Path]) -> List[str]:
         out.append(f"  {html_report}    # the HTML report: open it in any browser, no network needed")
     if arts.traces or arts.memory:
         out += [
-            f"  bridge-plugins summary {job_dir}    # steps, step times, top operators and kernels, per rank",
-            f"  bridge-plugins report {job_dir} -o report.html    # one HTML file with charts, opens with no network",
+            f"  bridge-plugins summary {shlex.quote(str(job_dir))}    # steps, step times, top operators and kernels, per rank",
+            f"  bridge-plugins report {shlex.quote(str(job_dir))} -o report.html    # one HTML file with charts, opens with no network",
         ]
     if arts.memory:
         out.append("  bridge-plugins memory <snapshot.pickle>    # peak, timeline and top allocation sites")

@@ -23,6 +23,7 @@ from bridge_plugins.runtime import ProfilingController
 from recipes.config import ConfigContainer
 from recipes.model import SyntheticTokens, TinyGPT, train_step
 from recipes.overrides import OverrideError, parse_overrides
+from recipes.stderr_filter import filter_kineto_markers
 
 log = logging.getLogger("recipes.train")
 
@@ -143,6 +144,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     except OverrideError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if config.train.device == "cuda" and not torch.cuda.is_available():
+        print("error: train.device=cuda, but CUDA is not available here; use train.device=auto or cpu", file=sys.stderr)
+        return 2
+    filter_kineto_markers()
     pretrain(config)
     return 0
 
