@@ -146,3 +146,14 @@ def test_profiler_none_prints_no_empty_how_to_open_heading(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "How to open them" not in proc.stdout
     assert "no profiler" in proc.stdout
+
+
+def test_the_readme_driver_example_runs_and_prints_its_artifacts(tmp_path):
+    from tests.support import ROOT
+
+    proc = run_job([sys.executable, str(ROOT / "examples" / "profile_tiny_gpt.py")], cwd=tmp_path, NEMORUN_HOME=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    line = next(l for l in proc.stdout.splitlines() if l.strip().startswith("rank 0 trace: "))
+    path = line.split("rank 0 trace: ", 1)[1]
+    assert path.startswith(str(tmp_path)) and path.endswith("rank0_steps10-14.pt.trace.json.gz")
+    assert trace_steps(path) == set(range(10, 15))
