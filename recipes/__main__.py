@@ -112,9 +112,14 @@ def base_dir_problem(base_dir: Path) -> Optional[str]:
 
 
 def slurm_nsys_check() -> str:
-    """An sbatch setup line: stop the job with a clear error when the compute node has no nsys."""
+    """An sbatch setup line: stop the job with a clear error when the compute node has no nsys.
+
+    Lower-case "error:": NeMo Run's sbatch script runs under ``set -v``, which echoes this line's
+    source into the log on every run, and the progress display shows lines with "ERROR" in them.
+    A failed job shows the end of its log (``log_tail``), where this message then is.
+    """
     message = (
-        "[recipes] ERROR: --profiler nsys, but the Nsight Systems 'nsys' binary is not on PATH on node $(hostname). "
+        "[recipes] error: --profiler nsys, but the Nsight Systems 'nsys' binary is not on PATH on node $(hostname). "
         "Install Nsight Systems on the compute nodes (or load its module in the job environment), or run without "
         "--profiler nsys."
     )

@@ -135,10 +135,11 @@ def test_slurm_nsys_job_checks_for_nsys_on_the_node_and_fails_clearly(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     script = proc.stdout.split("sbatch script:", 1)[1].split("job's profiling config:", 1)[0]
     check = next(line for line in script.splitlines() if "command -v nsys" in line)
+    assert "ERROR" not in check, "set -v echoes this line into every job's log, where progress shows ERROR lines"
     assert script.index(check) < script.index("nsys profile"), "checked before srun starts nsys"
     node = subprocess.run(["bash", "-c", check], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
     assert node.returncode == 127
-    assert "ERROR" in node.stderr and "'nsys'" in node.stderr and "Nsight Systems" in node.stderr
+    assert "[recipes] error:" in node.stderr and "'nsys'" in node.stderr and "Nsight Systems" in node.stderr
 
 
 def test_profiler_none_prints_no_empty_how_to_open_heading(tmp_path):
@@ -157,3 +158,16 @@ def test_the_readme_driver_example_runs_and_prints_its_artifacts(tmp_path):
     path = line.split("rank 0 trace: ", 1)[1]
     assert path.startswith(str(tmp_path)) and path.endswith("rank0_steps10-14.pt.trace.json.gz")
     assert trace_steps(path) == set(range(10, 15))
+
+
+def test_a_failed_jobs_log_tail_leaves_out_kineto_markers_only(tmp_path):
+    from recipes.job_output import is_kineto_marker, log_tail
+
+    marker = "USDT:2026-11-30 18:58:24 16877:16877 SyncActivityProfilerHandler.cpp:52] profiler_start"
+    stage = "STAGE:2026-11-30 18:58:56 18186:18186 SyncActivityProfilerHandler.cpp:51] Completed Stage: Warm Up"
+    assert is_kineto_marker(marker) and is_kineto_marker(f"[default0]:{marker}") and is_kineto_marker(stage)
+    assert not is_kineto_marker("USDT rates fell") and not is_kineto_marker("ERROR:2026-11-30 kineto failed")
+    log = tmp_path / "nemo_run" / "job" / "0" / "combined.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("\n".join([f"[default0]:{marker}", "Traceback (most recent call last):", stage, "ValueError: boom", ""]))
+    assert log_tail(tmp_path) == ["Traceback (most recent call last):", "ValueError: boom"]
