@@ -106,3 +106,7 @@ fi
 import importlib.metadata as m, torch
 build = f'CUDA {torch.version.cuda} build' if torch.version.cuda else 'CPU build'
 print(f'[setup] ready: torch {torch.__version__} ({build}), nemo_run {m.version(\"nemo_run\")}')"
+if nvidia-smi -L >/dev/null 2>&1 && ! "$PY" -c "import sys, torch; sys.exit(torch.version.cuda is None)" 2>/dev/null; then
+  say "note: this machine has an NVIDIA driver but .venv holds a CPU build of torch (installed earlier);" \
+    "for the GPU: .venv/bin/python -m pip uninstall -y torch && bash scripts/setup.sh"
+fi
