@@ -76,7 +76,8 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
         )
     problem = base_dir_problem(resolve_base_dir(args.base_dir))
     if problem:
-        parser.error(f"--base-dir {args.base_dir or resolve_base_dir(None)}: {problem}; give a directory NeMo Run may write to")
+        where = f"--base-dir {args.base_dir}" if args.base_dir else f"NeMo Run home {resolve_base_dir(None)} ($NEMORUN_HOME)"
+        parser.error(f"{where}: {problem}; give --base-dir a directory NeMo Run may write to")
     if args.profiler == "nsys" and not args.dryrun and shutil.which("nsys") is None:
         if args.executor == "slurm":
             # clusters often install nsys on the compute nodes only: the job checks there (slurm_nsys_check)
