@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
+import shlex
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import List, Optional
+
+from recipes.job_output import Progress, log_tail
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,7 +36,9 @@ def parse_ranks(text: str) -> List[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m recipes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--profiler", choices=["pytorch", "nsys", "none"], default="pytorch")
+    p.add_argument("--profiler", choices=["pytorch", "nsys", "none"], default="pytorch",
+                   help="which profiler captures the window: the PyTorch profiler (a Chrome trace per rank), "
+                   "Nsight Systems (.nsys-rep reports; needs nsys where the job runs) or none; default pytorch")
     p.add_argument("--start", type=int, default=10, help="first profiled step (0-based, inclusive); default 10")
     p.add_argument("--end", type=int, default=15, help="first step after the window (exclusive); default 15")
     p.add_argument("--ranks", type=parse_ranks, default=[0], help="global ranks that profile: 0,1 or 'all'; default 0")
@@ -43,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--record-shapes", action="store_true", help="record operator input shapes")
     p.add_argument("--nproc", type=int, default=2, help="ranks (torchrun processes per node); default 2")
     p.add_argument("--steps", type=int, default=20, help="training steps; default 20")
-    p.add_argument("--executor", choices=["local", "slurm"], default="local")
+    p.add_argument("--executor", choices=["local", "slurm"], default="local",
+                   help="where the job runs: this machine (NeMo Run LocalExecutor) or Slurm (SlurmExecutor, "
+                   "submitted from this machine with sbatch); default local")
     p.add_argument("--account", default=os.environ.get("BRIDGE_SLURM_ACCOUNT"), help="Slurm account")
     p.add_argument("--partition", default=os.environ.get("BRIDGE_SLURM_PARTITION"), help="Slurm partition")
     p.add_argument("--time", default="00:10:00", help="Slurm time limit; default 00:10:00")
@@ -63,12 +68,63 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
         parser.error("--executor slurm needs --account and --partition (or BRIDGE_SLURM_ACCOUNT / BRIDGE_SLURM_PARTITION)")
     if args.memory_history and args.profiler == "none":
         parser.error("--memory-history needs a window: use it with --profiler pytorch or --profiler nsys")
+    missing = [r for r in args.ranks if r >= args.nproc]
+    if args.profiler != "none" and missing:
+        parser.error(
+            f"--ranks {','.join(map(str, missing))}: no such rank with --nproc {args.nproc} (ranks 0-{args.nproc - 1}); "
+            f"raise --nproc or pick ranks below {args.nproc}"
+        )
+    problem = base_dir_problem(resolve_base_dir(args.base_dir))
+    if problem:
+        where = f"--base-dir {args.base_dir}" if args.base_dir else f"NeMo Run home {resolve_base_dir(None)} ($NEMORUN_HOME)"
+        parser.error(f"{where}: {problem}; give --base-dir a directory NeMo Run may write to")
     if args.profiler == "nsys" and not args.dryrun and shutil.which("nsys") is None:
+        if args.executor == "slurm":
+            # clusters often install nsys on the compute nodes only: the job checks there (slurm_nsys_check)
+            print(
+                "[recipes] warning: no Nsight Systems 'nsys' binary on PATH on this host; submitting anyway, since "
+                "clusters often have it on the compute nodes only. The job stops at once with a clear error on its "
+                "compute node if it is missing there too.",
+                file=sys.stderr,
+            )
+            return
         parser.error(
             "--profiler nsys needs the Nsight Systems 'nsys' binary on PATH, and there is none here. "
             "Install Nsight Systems on the machines that run the job, or add --dryrun to print the launch command "
             "(with its nsys wrapper) without running it."
         )
+
+
+def resolve_base_dir(base_dir: Optional[str]) -> Path:
+    """--base-dir, else $NEMORUN_HOME, else ~/.nemo_run, absolute."""
+    return Path(os.path.abspath(os.path.expanduser(base_dir or os.environ.get("NEMORUN_HOME", "~/.nemo_run"))))
+
+
+def base_dir_problem(base_dir: Path) -> Optional[str]:
+    """Why NeMo Run could not write under base_dir (a file in the way, no permission), or None."""
+    existing = base_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a directory" if existing == base_dir else f"{existing} (on its path) is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None
+
+
+def slurm_nsys_check() -> str:
+    """An sbatch setup line: stop the job with a clear error when the compute node has no nsys.
+
+    Lower-case "error:": NeMo Run's sbatch script runs under ``set -v``, which echoes this line's
+    source into the log on every run, and the progress display shows lines with "ERROR" in them.
+    A failed job shows the end of its log (``log_tail``), where this message then is.
+    """
+    message = (
+        "[recipes] error: --profiler nsys, but the Nsight Systems 'nsys' binary is not on PATH on node $(hostname). "
+        "Install Nsight Systems on the compute nodes (or load its module in the job environment), or run without "
+        "--profiler nsys."
+    )
+    return f'command -v nsys >/dev/null 2>&1 || {{ echo "{message}" >&2; exit 127; }}'
 
 
 def make_plugins(args: argparse.Namespace):
@@ -108,6 +164,8 @@ def make_executor(args: argparse.Namespace, base_dir: str):
         packager=run.Packager(),
         env_vars=job_env(),
     )
+    if args.profiler == "nsys":
+        executor.setup_lines = slurm_nsys_check()
     if not args.no_torchrun:
         executor.launcher = run.Torchrun()
         # torchrun runs every rank inside one Slurm task: give that task a CPU per rank
@@ -117,8 +175,6 @@ def make_executor(args: argparse.Namespace, base_dir: str):
 
 def launch_text(request) -> str:
     """What NeMo Run would launch: the sbatch script (Slurm) or the command line (local)."""
-    import shlex
-
     if hasattr(request, "materialize"):
         return "sbatch script:\n" + request.materialize()
     lines = []
@@ -128,52 +184,88 @@ def launch_text(request) -> str:
     return "\n".join(lines)
 
 
-class Progress:
-    """Prints the job's training log lines (step, loss, artifacts) while NeMo Run waits for it."""
+def how_to_open(arts, job_dir: Path, html_report: Optional[Path]) -> List[str]:
+    """How to read what the job wrote, what works offline first (air-gapped login nodes are common).
 
-    KEYS = ("| loss", "wrote ", "profiling window", "WARNING", "ERROR", "Traceback", "Error")
+    ``arts`` is :func:`bridge_plugins.summary.find_artifacts`'s result. Empty when there is nothing
+    to open, so ``--profiler none`` prints no heading.
+    """
+    if not (arts.traces or arts.memory or arts.nsys):
+        return []
+    out = ["How to open them (offline, on this machine):"]
+    if html_report is not None:
+        out.append(f"  {html_report}    # the HTML report: open it in any browser, no network needed")
+    if arts.traces or arts.memory:
+        out += [
+            f"  bridge-plugins summary {shlex.quote(str(job_dir))}    # steps, step times, top operators and kernels, per rank",
+            f"  bridge-plugins report {shlex.quote(str(job_dir))} -o report.html    # one HTML file with charts, opens with no network",
+        ]
+    if arts.memory:
+        out.append("  bridge-plugins memory <snapshot.pickle>    # peak, timeline and top allocation sites")
+    if arts.nsys:
+        out.append("  nsys stats <file>.nsys-rep    # tables in the terminal (nsys-ui <file>.nsys-rep: the GUI)")
+    if arts.traces:
+        out.append("With network access: https://ui.perfetto.dev opens a .pt.trace.json.gz (the file stays local).")
+    if arts.memory:
+        out.append("With network access: https://pytorch.org/memory_viz opens a .pickle snapshot (the file stays local).")
+    return out
 
-    def __init__(self, job_dir: Path):
-        self.job_dir, self.seen, self.stop = job_dir, {}, threading.Event()
-        self.printed = set()  # NeMo Run writes each line to several logs (per rank, combined)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.started = time.monotonic()
 
-    def __enter__(self):
-        self.thread.start()
-        return self
+def memory_note(args: argparse.Namespace, arts, device: Optional[str]) -> Optional[str]:
+    """Why a job that asked for memory history has no snapshot (say so once, at the end)."""
+    if not args.memory_history or arts.memory:
+        return None
+    if device == "cpu":
+        why = ("because the ranks ran on CPU and memory history records the CUDA caching allocator "
+               "(it needs a GPU). Training was not affected.")
+    else:
+        why = "see the warnings in the job's output above."
+    return f"Memory history: no memory snapshot was written, {why}"
 
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(timeout=5)
-        self._poll()
 
-    def _run(self) -> None:
-        while not self.stop.wait(1.0):
-            self._poll()
+def write_html_report(job_dir: Path) -> Optional[Path]:
+    """The offline HTML report beside the artifacts, where bridge_plugins.analysis provides it (issue 10).
 
-    def _poll(self) -> None:
-        for log in sorted(self.job_dir.rglob("*.out")) + sorted(self.job_dir.rglob("*.log")):
-            try:
-                with open(log, errors="replace") as f:
-                    f.seek(self.seen.get(log, 0))
-                    chunk = f.read()
-                    self.seen[log] = f.tell()
-            except OSError:
-                continue
-            for line in chunk.splitlines():
-                line = re.sub(r"^\[default\d+\]:", "", line.strip())
-                if any(k in line for k in self.KEYS) and "USDT" not in line and line not in self.printed:
-                    self.printed.add(line)
-                    print(f"  [{time.monotonic() - self.started:5.1f}s] {line}", flush=True)
+    Call site for ``bridge_plugins.analysis.write_report(job_dir, path)``; until that exists this
+    returns None. A report that fails is a warning: the job's artifacts are already safe.
+    """
+    try:
+        from bridge_plugins.analysis import write_report
+    except ImportError:
+        return None
+    path = job_dir / "profile_report.html"
+    try:
+        write_report(job_dir, path)
+    except Exception as e:  # noqa: BLE001 - reporting must not turn a finished job into a failure
+        print(f"[recipes] warning: the HTML report could not be written: {e}", file=sys.stderr)
+        return None
+    return path
 
+
+def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]) -> None:
+    """What the job wrote: artifacts and figures, steps per rank, memory history, how to open them."""
+    from bridge_plugins.summary import find_artifacts, report
+
+    if args.profiler == "none" and not args.memory_history:
+        print("No profiling artifacts: the job ran with no profiler (--profiler none).")
+        return
+    text, steps = report(job_dir)
+    # the "How to open them" part is ours (how_to_open), so it can say what works offline
+    print(text.split("\nHow to open them:", 1)[0].rstrip())
+    if steps:
+        print("\nSteps captured per rank: " + ", ".join(f"rank {r}: {s[0]}-{s[-1]}" for r, s in sorted(steps.items()) if s))
+    arts = find_artifacts(job_dir)
+    note = memory_note(args, arts, device)
+    if note:
+        print("\n" + note)
+    lines = how_to_open(arts, job_dir, write_html_report(job_dir))
+    if lines:
+        print("\n" + "\n".join(lines))
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(args, parser)
-    from bridge_plugins.summary import report
-
     try:
         plugins = make_plugins(args)
     except (TypeError, ValueError) as e:
@@ -182,7 +274,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     from recipes.tiny_gpt import tiny_gpt_recipe
 
-    base_dir = os.path.abspath(os.path.expanduser(args.base_dir or os.environ.get("NEMORUN_HOME", "~/.nemo_run")))
+    base_dir = str(resolve_base_dir(args.base_dir))
     overrides = {"train__train_iters": args.steps}
     if args.memory_history and args.profiler == "nsys":
         # NsysPlugin leaves fields it does not own as the recipe set them
@@ -204,19 +296,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         job_dir = Path(job.executor.job_dir)
         print(f"[recipes] job directory: {job_dir}", flush=True)
         t0 = time.monotonic()
-        with Progress(job_dir):
+        with Progress(job_dir) as progress:
             exp.run(detach=False, sequential=True)
             exp._wait_for_jobs(jobs=exp.jobs)  # NeMo Run waits here anyway; we wait inside Progress
             exp._waited = True
         state = str(job.status(runner=exp._runner))
     print(f"\n[recipes] job finished in {time.monotonic() - t0:.1f} s with state {state}")
-    text, steps = report(job_dir)
-    print(text)
-    if steps:
-        print("\nSteps captured per rank: " + ", ".join(f"rank {r}: {s[0]}-{s[-1]}" for r, s in sorted(steps.items()) if s))
+    print_summary(args, job_dir, progress.device)
     ok = "SUCCEEDED" in state
     if not ok:
-        print(f"[recipes] the job did not succeed; its logs are under {job_dir}", file=sys.stderr)
+        tail = "\n".join(f"  {line}" for line in log_tail(job_dir))
+        print(f"[recipes] the job did not succeed; the end of its log:\n{tail}\nall its logs are under {job_dir}",
+              file=sys.stderr)
     return 0 if ok else 1
 
 

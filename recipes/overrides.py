@@ -8,10 +8,14 @@ dataclasses, which runs ``ProfilingConfig.validate``. Everything fails before tr
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import shlex
-from typing import Iterable, List, Optional
+import textwrap
+from typing import Dict, Iterable, List, Optional
 
+import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -32,6 +36,35 @@ def valid_keys(cls=ConfigContainer, prefix: str = "") -> List[str]:
         else:
             keys.append(f"{prefix}{f.name}")
     return keys
+
+
+def _field_docs(cls) -> Dict[str, str]:
+    """The docstring under each field of a dataclass (the string literal that follows it)."""
+    try:
+        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    except (OSError, TypeError, IndexError):
+        return {}
+    docs = {}
+    for node, after in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+                docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def describe_keys(cls=ConfigContainer, prefix: str = "") -> List[str]:
+    """One line per key for ``--help``: key, type, default and the field's docstring."""
+    lines = []
+    docs = _field_docs(cls)
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if dataclasses.is_dataclass(default):
+            lines += describe_keys(type(default), f"{prefix}{f.name}.")
+            continue
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        line = f"{prefix + f.name:<42} {kind:<14} default {f'{default!r}':<26} {docs.get(f.name, '')}"
+        lines.append(line.rstrip())
+    return lines
 
 
 def _keys_help() -> str:
@@ -78,6 +111,12 @@ def parse_overrides(args: Iterable[str], base: Optional[ConfigContainer] = None)
         except OmegaConfBaseException as e:
             msg = str(e).splitlines()[0]
             raise OverrideError(f"bad value in override {arg!r}: {msg}") from None
+        except yaml.YAMLError as e:  # the value is read as YAML: '[unclosed', '*alias', '%'
+            msg = " ".join(str(e).split())
+            raise OverrideError(
+                f"bad value in override {arg!r}: not valid YAML ({msg}); quote it to pass it as a string: "
+                f"{key}='\"{value}\"'"
+            ) from None
     try:
         return OmegaConf.to_object(conf)
     except OmegaConfBaseException as e:

@@ -23,6 +23,7 @@ from bridge_plugins.runtime import ProfilingController
 from recipes.config import ConfigContainer
 from recipes.model import SyntheticTokens, TinyGPT, train_step
 from recipes.overrides import OverrideError, parse_overrides
+from recipes.stderr_filter import filter_kineto_markers
 
 log = logging.getLogger("recipes.train")
 
@@ -130,15 +131,23 @@ def _configure_logging() -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
-        from recipes.overrides import valid_keys
+        from recipes.overrides import describe_keys
 
-        print("usage: python -m recipes.train [key=value ...]\n\nkeys:\n  " + "\n  ".join(valid_keys()))
+        print(
+            "usage: python -m recipes.train [key=value ...]\n\n"
+            "Values are YAML (true, 3, [0,1], null, \"a string\"). Keys, with type and default:\n  "
+            + "\n  ".join(describe_keys())
+        )
         return 0
     try:
         config = parse_overrides(argv)
     except OverrideError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if config.train.device == "cuda" and not torch.cuda.is_available():
+        print("error: train.device=cuda, but CUDA is not available here; use train.device=auto or cpu", file=sys.stderr)
+        return 2
+    filter_kineto_markers()
     pretrain(config)
     return 0
 

@@ -2,10 +2,21 @@
 # One prepared GPU check (run on a machine with CUDA, from the repo root): the GPU-only tests,
 # the per-op NVTX cost benchmark bare and, if an nsys binary exists, under nsys with a
 # whole-process capture (every variant pays the attached tool). Writes logs to ${OUT:-/tmp/gpu_check}.
+# Runs in the project's venv (.venv, created by scripts/setup.sh, which installs the CUDA build of
+# torch where nvidia-smi works), whatever python is first on PATH. PYTHON=/path/to/python uses that
+# interpreter instead (an offline GPU machine whose own python already has torch and this package's
+# dependencies).
 set -uo pipefail
+cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
-PY=${PYTHON:-python3}
+if [ -z "${PYTHON:-}" ]; then
+  bash scripts/setup.sh || { echo "scripts/setup.sh failed: no project venv to run the GPU check in"; exit 1; }
+  PYTHON=$PWD/.venv/bin/python
+fi
+PY=$PYTHON
+export PATH="$(dirname "$PY"):$PATH"  # its torchrun, and python for anything the checks start
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 nvidia-smi -L 2>&1 | tee "$OUT/gpu.txt"
 $PY -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" | tee -a "$OUT/gpu.txt"
@@ -13,9 +24,9 @@ echo "== GPU tests"
 timeout 240 $PY -m pytest -p no:cacheprovider -q -rs tests/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log"
 echo "== the recipe under torchrun on the GPU: PyTorch profiler + memory history, window 3-5"
 rm -rf /tmp/gpu_check_job
-timeout 180 torchrun --standalone --nproc-per-node 1 -m recipes.train profiling.use_pytorch_profiler=true \
+timeout 180 "$PY" -m torch.distributed.run --standalone --nproc-per-node 1 -m recipes.train profiling.use_pytorch_profiler=true \
   profiling.record_memory_history=true profiling.profile_step_start=3 profiling.profile_step_end=6 \
-  train.train_iters=8 profiling.output_dir=/tmp/gpu_check_job 2>&1 | grep -v USDT | tee "$OUT/recipe_gpu.log"
+  train.train_iters=8 profiling.output_dir=/tmp/gpu_check_job 2>&1 | tee "$OUT/recipe_gpu.log"
 $PY -c "from bridge_plugins.summary import report; print(report('/tmp/gpu_check_job')[0])" 2>&1 | tee -a "$OUT/recipe_gpu.log"
 if [ "${GPU_CHECK_SKIP_BENCH:-0}" = 1 ]; then exit 0; fi
 echo "== per-op NVTX cost, no tool attached"

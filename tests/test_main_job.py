@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
 
-from tests.support import run_job, trace_files, trace_steps
+from recipes.__main__ import build_parser, check_args
+from tests.support import has_cuda, run_job, trace_files, trace_steps
 
 pytestmark = pytest.mark.integration
 
@@ -16,15 +18,27 @@ def recipes(*args):
 
 
 def test_main_job_profiles_the_window_on_two_local_ranks(tmp_path):
-    proc = run_job(recipes("--steps", "8", "--start", "3", "--end", "6", "--ranks", "0,1", "--base-dir", str(tmp_path)))
+    args = ("--steps", "8", "--start", "3", "--end", "6", "--ranks", "0,1", "--memory-history", "--base-dir", str(tmp_path))
+    proc = run_job(recipes(*args))
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:] + proc.stderr[-4000:]
     assert "Steps captured per rank: rank 0: 3-5, rank 1: 3-5" in out
     assert "| loss" in out, "progress lines from the running job"
     assert "Top operators by self time" in out and "aten::" in out
-    assert "ui.perfetto.dev" in out and "tensorboard --logdir" in out
     job_dirs = list((tmp_path / "experiments" / "tiny_gpt_profiling").glob("*/tiny_gpt"))
     assert len(job_dirs) == 1
+    # how to open them: what works offline first; no deprecated TensorBoard plugin
+    assert "How to open them" in out and f"bridge-plugins summary {job_dirs[0]}" in out
+    assert "bridge-plugins report" in out and "offline" in out
+    assert "ui.perfetto.dev" in out and "tensorboard" not in out.lower()
+    # kineto's USDT profiler_start/stop lines are in the job's own log, never on the user's terminal
+    logs = "".join(p.read_text(errors="replace") for p in job_dirs[0].rglob("*.log"))
+    assert "USDT:" in logs and "profiler_start" in logs
+    assert "USDT" not in out and "USDT" not in proc.stderr
+    if not has_cuda():
+        # one consistent story about memory history on CPU: the final summary says none was written, and why
+        assert "no memory snapshot was written" in out and "CUDA" in out.split("no memory snapshot was written", 1)[1][:200]
+        assert "memory snapshots go to" not in out
     files = trace_files(job_dirs[0])
     assert sorted(files) == [0, 1]
     for rank, paths in files.items():
@@ -74,11 +88,86 @@ def test_dryrun_prints_the_sbatch_script(tmp_path):
         (["--executor", "slurm"], ["--account and --partition"]),
         (["--start", "5", "--end", "5", "--steps", "8"], ["profile_step_end=5", "at least 6"]),
         (["--profiler", "none", "--memory-history"], ["--memory-history needs a window"]),
+        (["--ranks", "5", "--nproc", "2"], ["--ranks 5", "--nproc 2", "0-1"]),
+        (["--ranks", "0,2", "--nproc", "2"], ["--ranks 2"]),
+        (["--base-dir", "/dev/null/x"], ["--base-dir", "/dev/null"]),
     ],
 )
 def test_bad_options_fail_before_anything_runs(tmp_path, args, words):
-    proc = run_job(recipes(*args, "--base-dir", str(tmp_path)), BRIDGE_SLURM_ACCOUNT="", BRIDGE_SLURM_PARTITION="")
+    proc = run_job(recipes("--base-dir", str(tmp_path), *args), BRIDGE_SLURM_ACCOUNT="", BRIDGE_SLURM_PARTITION="")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     for w in words:
         assert w in proc.stderr
+    assert "Traceback" not in proc.stderr
     assert not (tmp_path / "experiments").exists()
+
+
+def test_base_dir_that_is_a_file_is_a_clean_error(tmp_path):
+    a_file = tmp_path / "not_a_dir"
+    a_file.write_text("x")
+    proc = run_job(recipes("--base-dir", str(a_file), "--dryrun"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"--base-dir {a_file}" in proc.stderr and "not a directory" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_every_flag_has_help_text():
+    for action in build_parser()._actions:
+        assert action.help, f"{action.option_strings} has no help text"
+
+
+def test_slurm_nsys_without_nsys_here_warns_and_leaves_the_check_to_the_node(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    parser = build_parser()
+    args = parser.parse_args(["--profiler", "nsys", "--executor", "slurm", "--account", "a", "--partition", "p"])
+    check_args(args, parser)  # no SystemExit: clusters often have nsys on compute nodes only
+    err = capsys.readouterr().err
+    assert "warning:" in err and "'nsys'" in err and "compute node" in err
+    local = parser.parse_args(["--profiler", "nsys"])
+    with pytest.raises(SystemExit) as info:
+        check_args(local, parser)
+    assert info.value.code == 2
+
+
+def test_slurm_nsys_job_checks_for_nsys_on_the_node_and_fails_clearly(tmp_path):
+    proc = run_job(recipes("--profiler", "nsys", "--dryrun", "--executor", "slurm", "--account", "a", "--partition", "p",
+                           "--base-dir", str(tmp_path)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    script = proc.stdout.split("sbatch script:", 1)[1].split("job's profiling config:", 1)[0]
+    check = next(line for line in script.splitlines() if "command -v nsys" in line)
+    assert "ERROR" not in check, "set -v echoes this line into every job's log, where progress shows ERROR lines"
+    assert script.index(check) < script.index("nsys profile"), "checked before srun starts nsys"
+    node = subprocess.run(["bash", "-c", check], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    assert node.returncode == 127
+    assert "[recipes] error:" in node.stderr and "'nsys'" in node.stderr and "Nsight Systems" in node.stderr
+
+
+def test_profiler_none_prints_no_empty_how_to_open_heading(tmp_path):
+    proc = run_job(recipes("--profiler", "none", "--steps", "2", "--nproc", "1", "--base-dir", str(tmp_path)))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "How to open them" not in proc.stdout
+    assert "no profiler" in proc.stdout
+
+
+def test_the_readme_driver_example_runs_and_prints_its_artifacts(tmp_path):
+    from tests.support import ROOT
+
+    proc = run_job([sys.executable, str(ROOT / "examples" / "profile_tiny_gpt.py")], cwd=tmp_path, NEMORUN_HOME=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    line = next(l for l in proc.stdout.splitlines() if l.strip().startswith("rank 0 trace: "))
+    path = line.split("rank 0 trace: ", 1)[1]
+    assert path.startswith(str(tmp_path)) and path.endswith("rank0_steps10-14.pt.trace.json.gz")
+    assert trace_steps(path) == set(range(10, 15))
+
+
+def test_a_failed_jobs_log_tail_leaves_out_kineto_markers_only(tmp_path):
+    from recipes.job_output import is_kineto_marker, log_tail
+
+    marker = "USDT:2026-11-30 18:58:24 16877:16877 SyncActivityProfilerHandler.cpp:52] profiler_start"
+    stage = "STAGE:2026-11-30 18:58:56 18186:18186 SyncActivityProfilerHandler.cpp:51] Completed Stage: Warm Up"
+    assert is_kineto_marker(marker) and is_kineto_marker(f"[default0]:{marker}") and is_kineto_marker(stage)
+    assert not is_kineto_marker("USDT rates fell") and not is_kineto_marker("ERROR:2026-11-30 kineto failed")
+    log = tmp_path / "nemo_run" / "job" / "0" / "combined.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("\n".join([f"[default0]:{marker}", "Traceback (most recent call last):", stage, "ValueError: boom", ""]))
+    assert log_tail(tmp_path) == ["Traceback (most recent call last):", "ValueError: boom"]

@@ -82,3 +82,27 @@ def test_arguments_that_arrive_still_shell_quoted_are_unquoted_once():
     cfg = parse_overrides(["'profiling.profile_ranks=[0,1]'", "'profiling.memory_snapshot_path=\"/a b/c;d.pickle\"'"])
     assert cfg.profiling.profile_ranks == [0, 1]
     assert cfg.profiling.memory_snapshot_path == "/a b/c;d.pickle"
+
+
+@pytest.mark.parametrize("value", ["[unclosed", "*alias", "%", "{a"])
+def test_yaml_syntax_errors_are_bad_overrides_not_tracebacks(value, capsys):
+    arg = f"profiling.output_dir={value}"
+    with pytest.raises(OverrideError) as info:
+        parse_overrides([arg])
+    assert repr(arg) in str(info.value) and "quote" in str(info.value)
+    assert main([arg]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: bad value in override") and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_help_lists_every_key_with_its_type_and_default(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ") and "." in line.split()[0]}
+    assert set(rows) == set(valid_keys())
+    assert "int" in rows["train.train_iters"] and "default 20" in rows["train.train_iters"]
+    assert "List[int]" in rows["profiling.profile_ranks"] and "default [0]" in rows["profiling.profile_ranks"]
+    assert "Optional[str]" in rows["profiling.output_dir"] and "default None" in rows["profiling.output_dir"]
+    assert "default 'memory_snapshot.pickle'" in rows["profiling.memory_snapshot_path"]
+    assert "First profiled step" in rows["profiling.profile_step_start"], "the field's docstring"

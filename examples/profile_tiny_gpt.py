@@ -1,0 +1,38 @@
+"""Profile the tiny GPT recipe with NeMo Run and bridge-plugins: the README's driver script.
+
+Run it from the repository root with the venv active (NeMo Run starts ``torchrun`` from PATH):
+
+    . .venv/bin/activate && python examples/profile_tiny_gpt.py
+
+Two CPU ranks under torchrun on this machine; the PyTorch profiler captures steps 10-14 on rank 0
+(memory history too, where there is a GPU). At the end it prints every artifact's path.
+"""
+
+import nemo_run as run
+
+from bridge_plugins import PyTorchProfilerPlugin
+from bridge_plugins.summary import find_artifacts
+from recipes.tiny_gpt import tiny_gpt_recipe
+
+if __name__ == "__main__":  # NeMo Run imports the driver again in the job: launch only from here
+    recipe = tiny_gpt_recipe()  # run.Partial(pretrain, config=ConfigContainer(...))
+    executor = run.LocalExecutor(ntasks_per_node=2, launcher="torchrun")  # or run.SlurmExecutor(...)
+    plugins = [
+        PyTorchProfilerPlugin(
+            profile_step_start=10, profile_step_end=15, profile_ranks=[0], record_shapes=True,
+            record_memory_history=True, memory_snapshot_path="memory_snapshot.pickle",  # snapshots need a GPU
+        )
+    ]
+    with run.Experiment("pytorch_profiling_experiment") as exp:
+        exp.add(recipe, executor=executor, plugins=plugins, name="tiny_gpt")
+        exp.run(sequential=True)  # waits for the job when the `with` block ends
+    job_dir = exp.jobs[0].executor.job_dir
+    found = find_artifacts(job_dir)
+    print(f"\nArtifacts under {job_dir}:")
+    for rank, paths in sorted(found.traces.items()):
+        print("\n".join(f"  rank {rank} trace: {p}" for p in paths))
+    for rank, paths in sorted(found.memory.items()):
+        print("\n".join(f"  rank {rank} memory snapshot: {p}" for p in paths))
+    print("\n".join(f"  nsys report: {p}" for p in found.nsys) or "", end="")
+    if not (found.traces or found.memory or found.nsys):
+        print(f"  none: see the job's logs under {job_dir}")
