@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
+from bridge_plugins.conflicts import exclusive_profilers_error
+
 DEFAULT_OUTPUT_DIR = "profiling"
 """Where artifacts go when output_dir is None (relative to the job's working directory)."""
 
@@ -133,11 +135,8 @@ def validate_fields(values: dict) -> None:
                 f"ProfilingConfig.{name} must be a bool, got {v[name]!r} ({type(v[name]).__name__}); "
                 f"pass True or False"
             )
-    if v["use_nsys_profiler"] and v["use_pytorch_profiler"]:
-        raise ValueError(
-            "ProfilingConfig.use_nsys_profiler and use_pytorch_profiler are both True; "
-            "they are mutually exclusive: turn one of them off"
-        )
+    if exclusive_profilers_error(v):
+        raise ValueError(exclusive_profilers_error(v))
     for name in ("profile_step_start", "profile_step_end", "memory_history_max_entries"):
         if not _is_int(v[name]):
             raise TypeError(f"ProfilingConfig.{name} must be an int, got {v[name]!r} ({type(v[name]).__name__})")

@@ -36,7 +36,8 @@ from nemo_run.core.execution.launcher import Launcher
 from nemo_run.core.serialization.zlib_json import ZlibJSONSerializer
 
 from bridge_plugins import FaultTolerancePlugin, NsysPlugin, ProfilingConfig, PyTorchProfilerPlugin
-from bridge_plugins.plugins import ProfilingPluginWarning, executors as ex_mod
+from bridge_plugins.plugins import ProfilingPluginWarning
+from bridge_plugins.plugins.quoting import QuotingChain
 from recipes.config import ConfigContainer
 from recipes.overrides import parse_overrides
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
@@ -149,33 +150,34 @@ def make_fakes(tmp_path: Path) -> Path:
     return bindir
 
 
-def run_recorded(argv: List[str], tmp_path: Path, **env) -> dict:
-    """Run argv (a shell) with the fakes first on PATH; return {program: argv} recorded."""
+def run_recorded(argv: List[str], tmp_path: Path, check: bool = True, **env) -> dict:
+    """Run argv (a shell) with the fakes first on PATH; return {program: argv} recorded
+    (with ``check=False`` a failing run returns what was recorded, plus ``"exit"``)."""
     bindir = make_fakes(tmp_path)
     full_env = {"PATH": f"{bindir}:{VENV_BIN}:/usr/bin:/bin", "ARGV_LOG": str(tmp_path / "argv"),
                 "FAKE_NSYS_LOG": str(tmp_path / "argv"),
                 "SLURM_JOB_ID": "77", "SLURM_NODEID": "0", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
                 "HOME": os.environ.get("HOME", "/tmp"), **env}
     proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = {}
+    assert proc.returncode == 0 or not check, proc.stdout + proc.stderr
+    out = {"exit": [proc.returncode, proc.stdout + proc.stderr]}
     for p in (tmp_path / "argv").iterdir():
         rec = json.loads(p.read_text())
         out[p.name.split(".")[0]] = rec["argv"] if isinstance(rec, dict) else rec  # fake nsys: a record
     return out
 
 
-def run_sbatch_command(text: str, tmp_path: Path, **env) -> dict:
+def run_sbatch_command(text: str, tmp_path: Path, check: bool = True, **env) -> dict:
     """Run the sbatch script's srun line through bash (srun, nsys and the job replaced by fakes)."""
     exports = dict(re.findall(r"^export (\w+)=(.*)$", text, re.M))
-    return run_recorded(["bash", "-c", srun_line(text)], tmp_path, **{**exports, **env})
+    return run_recorded(["bash", "-c", srun_line(text)], tmp_path, check, **{**exports, **env})
 
 
-def run_docker_command(command: List[str], tmp_path: Path) -> dict:
+def run_docker_command(command: List[str], tmp_path: Path, check: bool = True) -> dict:
     """Split and run the container command exactly as DockerContainer.run + docker-py would."""
     from docker.utils.utils import split_command
 
-    return run_recorded(split_command(f'bash -c "{" ".join(command)}"'), tmp_path)
+    return run_recorded(split_command(f'bash -c "{" ".join(command)}"'), tmp_path, check)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -827,13 +829,14 @@ def test_top_level_lazy_names():
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("raw", [AWKWARD, "a'b", 'x="y z"', "$$HOME", "\\", "", "plain", "[0,1]", "é `x`"])
-@pytest.mark.parametrize("steps", [(), ("shell",), ("shell", "tmpl"), ("shell", "sq", "tmpl"), ("shell", "dq"),
-                                   ("dqbash", "dqbash", "tmpl")])
-def test_encode_decode_roundtrip(raw, steps):
-    if "dqbash" in steps and "'" in raw:
+@pytest.mark.parametrize("raw", [AWKWARD, "a'b", 'x="y z"', "$$HOME", "\\", "", "plain", "[0,1]", "é `x`", "${img_root}"])
+@pytest.mark.parametrize("layers", [(), ("shell",), ("shell", "macros"), ("shell", "single_quoted", "macros"),
+                                    ("shell", "double_quoted"), ("bash_double_quoted", "bash_double_quoted", "macros")])
+def test_encode_decode_roundtrip(raw, layers):
+    chain = QuotingChain(layers)
+    if "bash_double_quoted" in layers and "'" in raw:
         pytest.skip("single quotes are refused in that chain")
-    assert ex_mod.decode_arg(ex_mod.encode_arg(raw, steps), steps) == raw
+    assert chain.decode(chain.encode(raw)) == raw
 
 
 def test_fake_nsys_parses_nemo_run_prefix(tmp_path):
@@ -848,3 +851,62 @@ def test_fake_nsys_parses_nemo_run_prefix(tmp_path):
     rec = json.loads((tmp_path / "rep" / "p_3_%.nsys-rep").read_text())
     assert rec["command"][0] == sys.executable and rec["options"][-1] == "--cuda-event-trace=false"
     assert len(list(log.iterdir())) == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# nsys options through the shell (issue 7.4): quoted per executor, never executed
+# ------------------------------------------------------------------------------------------------
+
+HOSTILE_NSYS_ARG = "--env-var=X=$(touch {p}) `touch {p}` ${{HOME}} $$ 'q' \"d\" ;touch {p}"
+
+
+@pytest.mark.parametrize("gpu_metrics", [False, True], ids=["plain", "gpu-metrics-wrapper"])
+@pytest.mark.parametrize("launcher", [None, "torchrun"])
+def test_slurm_nsys_extra_args_are_quoted_not_executed(launcher, gpu_metrics, tmp_path):
+    pwned = tmp_path / "pwned"
+    hostile = HOSTILE_NSYS_ARG.format(p=pwned)
+    plugin = user_nsys_plugin(nsys_extra_args=[hostile], nsys_gpu_metrics=gpu_metrics)
+    exp = dryrun(tiny_gpt_recipe(), slurm(launcher=launcher), [plugin])
+    text = sbatch(exp.jobs[0])
+    recorded = run_sbatch_command(text, tmp_path, check=False)
+    assert not pwned.exists(), "the nsys option ran a command on the node"
+    assert recorded["exit"][0] == 0, recorded["exit"][1]
+    assert recorded["nsys"][recorded["nsys"].index("--cuda-event-trace=false") + 1] == hostile
+    quoted = shlex.quote(hostile)
+    expected = quoted.replace("'", "'\\''") if gpu_metrics else quoted
+    assert f" --cuda-event-trace=false {expected} " in srun_line(text)
+
+
+def test_docker_nsys_extra_args_are_quoted_not_executed(tmp_path):
+    pwned = tmp_path / "pwned"
+    hostile = HOSTILE_NSYS_ARG.format(p=pwned)
+    exp = dryrun(tiny_gpt_recipe(), run.DockerExecutor(container_image="img"), [user_nsys_plugin(nsys_extra_args=[hostile])])
+    (container,) = exp.jobs[0]._dryrun_info.request.containers
+    mount = tmp_path / "mount"  # what the container sees at /nemo_run
+    (mount / "nsys_profile").mkdir(parents=True)
+    command = [a.replace("/nemo_run/", f"{mount}/") for a in container.command]
+    recorded = run_docker_command(command, tmp_path, check=False)
+    assert not pwned.exists(), "the nsys option ran a command in the container"
+    assert recorded["exit"][0] == 0, recorded["exit"][1]
+    assert recorded["nsys"][recorded["nsys"].index("--cuda-event-trace=false") + 1] == hostile
+
+
+def test_local_nsys_extra_args_arrive_byte_for_byte():
+    """LocalExecutor: no shell, but torchx's macro substitution ($$ -> $, ${img_root})."""
+    hostile = "--env-var=X=$$ ${img_root} ${replica_id} $(x)"
+    exp = dryrun(tiny_gpt_recipe(), run.LocalExecutor(), [user_nsys_plugin(nsys_extra_args=[hostile])])
+    argv = local_argv(exp.jobs[0])
+    assert argv[argv.index("--cuda-event-trace=false") + 1] == hostile
+
+
+@pytest.mark.parametrize("kwargs,bad", [
+    (dict(nsys_extra_args=["--env-var=A=1\nrm -rf /"]), "'--env-var=A=1\\nrm -rf /'"),
+    (dict(nsys_extra_args=["--x=a\rb"]), "'--x=a\\rb'"),
+    (dict(nsys_trace=["cuda`touch x`"]), "'cuda`touch x`'"),
+    (dict(nsys_trace=["cuda$(id)"]), "'cuda$(id)'"),
+    (dict(nsys_trace=["nvtx\ncuda"]), "'nvtx\\ncuda'"),
+])
+def test_nsys_values_that_cannot_be_carried_are_refused(kwargs, bad):
+    with pytest.raises(ValueError) as info:
+        NsysPlugin(**kwargs)
+    assert bad in str(info.value) and str(info.value).startswith("NsysPlugin.nsys_")
