@@ -910,3 +910,39 @@ def test_nsys_values_that_cannot_be_carried_are_refused(kwargs, bad):
     with pytest.raises(ValueError) as info:
         NsysPlugin(**kwargs)
     assert bad in str(info.value) and str(info.value).startswith("NsysPlugin.nsys_")
+
+
+# ------------------------------------------------------------------------------------------------
+# Script override values arrive byte for byte (issue 7.5): OmegaConf interpolation, NeMo Run macros
+# ------------------------------------------------------------------------------------------------
+
+MACRO_AND_INTERPOLATION = "/o/$$ ${replica_id} ${img_root} ${HOME} ${train.seed} \\${x} $HOME"
+
+
+@pytest.mark.parametrize("make_executor", [
+    lambda: run.LocalExecutor(),
+    lambda: run.LocalExecutor(ntasks_per_node=2, launcher="torchrun"),
+], ids=["local", "local-torchrun"])
+@pytest.mark.parametrize("value", ["/o/$$x $$", MACRO_AND_INTERPOLATION], ids=["macros-only", "both"])
+def test_script_local_values_survive_macros_and_interpolation(make_executor, value):
+    plugin = PyTorchProfilerPlugin(output_dir=value, memory_snapshot_path="s$$.pickle")
+    exp = dryrun(tiny_gpt_script(), make_executor(), [plugin])
+    cfg = parse_overrides(script_tail(local_argv(exp.jobs[0])))
+    assert cfg.profiling.output_dir == value
+    assert cfg.profiling.memory_snapshot_path == "s$$.pickle"
+
+
+@pytest.mark.parametrize("launcher", [None, "torchrun"])
+def test_script_slurm_values_survive_macros_and_interpolation(launcher, tmp_path):
+    exp = dryrun(tiny_gpt_script(), slurm(launcher=launcher), [PyTorchProfilerPlugin(output_dir=MACRO_AND_INTERPOLATION)])
+    recorded = run_sbatch_command(sbatch(exp.jobs[0]), tmp_path)
+    cfg = parse_overrides(script_tail(recorded["torchrun" if launcher else "python"]))
+    assert cfg.profiling.output_dir == MACRO_AND_INTERPOLATION
+
+
+@pytest.mark.parametrize("text", ["${HOME}", "a\\${x}", "\\", "x\\\\${y}", "${a}${b}", "}${", "${x", "\\${", "$$", "plain"])
+def test_override_value_is_read_back_verbatim_by_the_job_parser(text):
+    from bridge_plugins.override_values import override_value
+
+    cfg = parse_overrides([f"profiling.output_dir={override_value(text)}", f"profiling.memory_snapshot_path={override_value(text + 'f')}"])
+    assert (cfg.profiling.output_dir, cfg.profiling.memory_snapshot_path) == (text, text + "f")

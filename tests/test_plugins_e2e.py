@@ -125,3 +125,12 @@ def test_nsys_chain_with_stand_in_nsys(tmp_path, monkeypatch):
     # The job itself read use_nsys_profiler from the packaged config (CPU: it says it skips CUDA capture).
     assert "nsys profiling requested but CUDA is not available" in job_logs(job)
     assert not (job_dir / "torch_profile").exists()
+
+
+def test_script_local_output_dir_with_macros_and_interpolation_arrives_intact(tmp_path):
+    """NeMo Run's macro substitution ($$, ${img_root}) and OmegaConf's interpolation (${HOME},
+    ${train.seed}) must leave the path alone: the traces land in exactly the directory given."""
+    out = tmp_path / "o $$ ${img_root} ${replica_id} ${HOME} ${train.seed}"
+    _, _, job_dir = run_experiment(tiny_gpt_script(*SMALL), run.LocalExecutor(), [window_plugin([0], output_dir=str(out))])
+    assert_traces(out, [0])
+    assert not (job_dir / "torch_profile").exists()
