@@ -25,3 +25,10 @@ def dryrun_request(job):
     request, docker containers). NeMo Run keeps it only as ``Job._dryrun_info``; the public
     ``dryrun`` prints it and returns nothing."""
     return job._dryrun_info.request
+
+
+def set_tunnel_job_dir(executor: run.Executor, experiment_id: str) -> None:
+    """Give a SlurmExecutor's tunnel its job dir outside an Experiment (tests that call a
+    plugin's ``setup`` directly). ``Experiment`` does this in its private preparation step via
+    ``Tunnel._set_job_dir``; ``Executor.assign`` does not."""
+    executor.tunnel._set_job_dir(experiment_id)
