@@ -11,7 +11,7 @@ Imports neither torch nor nemo_run: ``ProfilingConfig`` validation and the runti
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 NSYS = "use_nsys_profiler"
 PYTORCH = "use_pytorch_profiler"
@@ -27,8 +27,7 @@ def exclusive_profilers_error(values: Mapping[str, Any], owner: str = "Profiling
     on = [flag for flag in EXCLUSIVE_PROFILERS if values.get(flag) is True]
     if len(on) < 2:
         return None
-    return (f"{owner}.{on[0]} and {' and '.join(on[1:])} are both True; "
-            f"they are mutually exclusive: turn one of them off")
+    return f"{owner}: {' and '.join(on)} are both True; they are mutually exclusive: turn one of them off"
 
 
 def profiler_switches(flag: str) -> Dict[str, bool]:
@@ -38,7 +37,7 @@ def profiler_switches(flag: str) -> Dict[str, bool]:
     return {f: f == flag for f in EXCLUSIVE_PROFILERS}
 
 
-def switched_off_by(flag: str, existing: Mapping[str, Any]) -> list:
+def switched_off_by(flag: str, existing: Mapping[str, Any]) -> List[str]:
     """The other profilers that ``existing`` has on and turning ``flag`` on switches off."""
     return [f for f, on in profiler_switches(flag).items() if not on and existing.get(f) is True]
 

@@ -11,6 +11,7 @@ from typing import Tuple
 import nemo_run as run
 from nemo_run.core.execution.launcher import FaultTolerance, Torchrun
 
+from bridge_plugins import conflicts
 from bridge_plugins.plugins.edits import Edit
 from bridge_plugins.plugins.executor_traits import peek_launcher
 from bridge_plugins.plugins.nemo_run_compat import reset_launcher_setup
@@ -29,7 +30,7 @@ def plan_fault_tolerance(executor: run.Executor, *, retries: int, **ft_fields) -
     if isinstance(old, FaultTolerance):
         keep.update({k: getattr(old, k) for k in ("workload_check_interval", "rank_termination_signal", "log_level")})
     new = FaultTolerance(**keep, **ft_fields)
-    new.nsys_profile = False
+    new.nsys_profile = conflicts.nsys_allowed(fault_tolerance=True)
     had_nsys = bool(old is not None and old.nsys_profile)
 
     def edit() -> None:

@@ -44,7 +44,7 @@ class PyTorchProfilerPlugin(ProfilerPlugin):
         tasks.check_task(owner, task)
         launcher = peek_launcher(executor)
         edit = self.plan_task(task, executor, launcher, launcher)
-        if launcher is not None and launcher.nsys_profile:
+        if launcher is not None and conflicts.switched_off_by(self._FLAG, {conflicts.NSYS: launcher.nsys_profile}):
             warn(f"{owner}: the launcher still wraps the job in nsys, which records "
                  f"nothing now that the job runs the PyTorch profiler instead")
         apply([edit])

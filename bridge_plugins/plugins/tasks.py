@@ -9,7 +9,7 @@ edits, so a plugin can fail before it has changed anything.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import nemo_run as run
 
@@ -24,6 +24,8 @@ from bridge_plugins.plugins.script_overrides import (default_script_args_convert
 
 SUPPORTED_TASKS = (run.Partial, run.Script)
 PROFILING_FIELDS = frozenset(f.name for f in dataclasses.fields(ProfilingConfig))
+FT_DEFAULT_VALUES = {"enable_ft_package": True}
+"""What FaultTolerancePlugin writes into the ``ft`` section."""
 
 
 def check_task(owner: str, task: object) -> None:
@@ -89,9 +91,11 @@ def plan_profiling(
     return plan_script_args(task, with_overrides(owner, task.args, raw, target))
 
 
-def plan_enable_ft(owner: str, task: run.Partial | run.Script, current: QuotingChain,
-                   target: QuotingChain) -> Tuple[List[Edit], bool]:
-    """Set ``ft.enable_ft_package=True`` and switch ``profiling.use_nsys_profiler`` off.
+def plan_enable_ft(owner: str, task: run.Partial | run.Script, current: QuotingChain, target: QuotingChain,
+                   ft_values: Mapping[str, Any] = FT_DEFAULT_VALUES,
+                   ft_args: Sequence[str] = ()) -> Tuple[List[Edit], bool]:
+    """Write the ``ft`` section (``ft_values``; for a Script ``ft_args``, default: ``ft_values`` as
+    overrides) and switch ``profiling.use_nsys_profiler`` off.
 
     For a Script, the plugin-written args are first re-encoded for the new launcher. Returns the
     edits and whether the task had nsys profiling on.
@@ -101,12 +105,12 @@ def plan_enable_ft(owner: str, task: run.Partial | run.Script, current: QuotingC
         nsys_key = f"{PROFILING}.{conflicts.NSYS}"
         had_nsys = script_overrides(task, current).get(nsys_key) is True
         args = reencoded(owner, task.args, current, target, {nsys_key: nsys_off[conflicts.NSYS]})
-        args = with_overrides(owner, args, [f"{FT}.enable_ft_package=true"], target)
+        args = with_overrides(owner, args, list(ft_args) or default_script_args_converter(ft_values, FT), target)
         return [plan_script_args(task, args)], had_nsys
     container = find_config_container(owner, task)
     edits: List[Edit] = []
     if has_section(container.__fn_or_cls__, FT):
-        edits.append(plan_section(owner, container, FT, {"enable_ft_package": True})[0])
+        edits.append(plan_section(owner, container, FT, ft_values)[0])
     else:
         warn(f"{owner}: {container.__fn_or_cls__.__name__} has no 'ft' section; "
              f"the job is not told that it runs under ft_launcher")
