@@ -19,12 +19,14 @@ from tests.launch_support import (
     FDL_RUNNER, ForeignContainer, ForeignFT, ForeignProfilingConfig, assigned, dryrun, foreign_pretrain, local_argv,
     no_warnings, packaged_profiling, user_nsys_plugin,
 )
-from tests.support import NSYS_DEFAULTS
+from tests.support import NSYS_DEFAULTS, stand_in_nsys
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
 
-def test_local_torchrun_partial_nsys_exact_command_and_config():
+def test_local_torchrun_partial_nsys_exact_command_and_config(tmp_path, monkeypatch):
+    bindir, _ = stand_in_nsys(tmp_path)  # LocalExecutor: without an nsys on PATH the plugin warns
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     with no_warnings():
         exp = dryrun(tiny_gpt_recipe(), run.LocalExecutor(ntasks_per_node=2, launcher="torchrun"), [user_nsys_plugin()])
     job = exp.jobs[0]

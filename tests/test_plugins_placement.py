@@ -9,6 +9,7 @@ import os
 import shlex
 import subprocess
 import sys
+import warnings
 
 import fiddle as fdl
 import nemo_run as run
@@ -24,7 +25,7 @@ from tests.launch_support import (
     assigned, docker_command, dryrun, local_argv, norm, nsys_segment, packaged_profiling, sbatch, slurm,
     user_nsys_plugin,
 )
-from tests.support import srun_line, FAKE_NSYS, NSYS_DEFAULTS, run_docker_command, run_sbatch_command
+from tests.support import srun_line, stand_in_nsys, FAKE_NSYS, NSYS_DEFAULTS, run_docker_command, run_sbatch_command
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
@@ -245,3 +246,36 @@ def test_a_new_executor_is_one_table_entry(tmp_path, monkeypatch):
     task = tiny_gpt_script()
     PyTorchProfilerPlugin().setup(task, executor)
     assert parse_overrides([shlex.split(a)[0] for a in task.args]).profiling.output_dir == "/workspace/job"
+
+
+# ------------------------------------------------------------------------------------------------
+# No nsys binary where the job runs (issue 9.2)
+# ------------------------------------------------------------------------------------------------
+
+NO_NSYS = "there is no 'nsys' binary on the job's PATH"
+
+
+def test_local_nsys_without_an_nsys_binary_says_so_in_one_line(tmp_path, monkeypatch):
+    """setup cannot tell exp.dryrun() from exp.run(): it warns (one line) instead of refusing, so a
+    dryrun still works; the launch would otherwise fail with only torchx's FileNotFoundError."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS) as record:
+        exp = dryrun(tiny_gpt_recipe(), run.LocalExecutor(), [user_nsys_plugin()])
+    (message,) = [str(w.message) for w in record if NO_NSYS in str(w.message)]
+    assert "\n" not in message and message.startswith("NsysPlugin: ") and "LocalExecutor" in message
+    assert local_argv(exp.jobs[0])[0] == "nsys"
+
+
+def test_local_nsys_binary_found_on_the_executor_path(tmp_path, monkeypatch):
+    bindir, _ = stand_in_nsys(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProfilingPluginWarning)
+        dryrun(tiny_gpt_recipe(), run.LocalExecutor(env_vars={"PATH": f"{bindir}:/usr/bin:/bin"}), [user_nsys_plugin()])
+
+
+def test_slurm_nsys_does_not_look_for_nsys_on_the_submitting_host(monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProfilingPluginWarning)
+        dryrun(tiny_gpt_recipe(), slurm(), [user_nsys_plugin()])

@@ -67,10 +67,13 @@ class ExecutorTraits:
     """nsys report name, when NeMo Run's ``profile_%p`` would repeat across nodes."""
     nsys_gpu_metrics: bool = False
     """NeMo Run honours ``nsys_gpu_metrics``, by wrapping the command in ``bash -c '...'``."""
+    runs_job_here: bool = False
+    """The job runs on the machine that calls ``setup``, with this process's environment: what
+    it will execute (the ``nsys`` binary) can be checked now."""
 
 
 TRAITS: Dict[type, ExecutorTraits] = {
-    run.LocalExecutor: ExecutorTraits(job_dir=_local_job_dir, delivery="argv", macros=True),
+    run.LocalExecutor: ExecutorTraits(job_dir=_local_job_dir, delivery="argv", macros=True, runs_job_here=True),
     run.SlurmExecutor: ExecutorTraits(job_dir=_slurm_job_dir, delivery="bash", macros=True,
                                       nsys_filename=NSYS_SLURM_FILENAME, nsys_gpu_metrics=True),
     run.DockerExecutor: ExecutorTraits(job_dir=_container_job_dir, delivery="docker", macros=False,

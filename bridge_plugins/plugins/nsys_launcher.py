@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import re
+import shutil
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -146,6 +148,12 @@ def plan_nsys(
         elif type(launcher) not in _CONTAINER_LAUNCHERS.values():
             warn(f"{owner}: {type(executor).__name__} with launcher {type(launcher).__name__} writes the "
                  f"nsys report under the host job dir, which the container does not see")
+    if traits.runs_job_here and shutil.which("nsys", path=executor.env_vars.get("PATH", os.environ.get("PATH"))) is None:
+        # setup cannot tell exp.dryrun() from exp.run(), and a dryrun needs no nsys: warn, in one
+        # line, before NeMo Run's launch fails with a FileNotFoundError traceback.
+        warn(f"{owner}: there is no 'nsys' binary on the job's PATH, and {type(executor).__name__} runs the job on "
+             f"this machine, so launching it will fail; install Nsight Systems (or put nsys on PATH), or use "
+             f"exp.dryrun() to see the command without running it")
     if gpu_metrics and not traits.nsys_gpu_metrics:
         warn(f"{owner}: nsys_gpu_metrics is only supported on SlurmExecutor by NeMo Run; "
              f"ignored on {type(executor).__name__}")
