@@ -5,8 +5,8 @@ then ``${...}`` in a string is an interpolation, resolved when the config is bui
 (``${train.seed}`` would silently become 1234, ``${HOME}`` fails the job). A string is therefore
 written as a JSON string (a YAML double-quoted scalar, read back verbatim) whose interpolations
 are escaped by OmegaConf's own rule, which OmegaConf undoes when it resolves: ``\\${`` is a
-literal ``${``, and backslashes right before it are doubled. Checked exhaustively over every
-string of up to 6 characters from ``$ { } \\ a``.
+literal ``${``, and backslashes right before it are doubled. The tests check every string of up
+to 4 characters from ``$ { } \\ a`` (6 characters were checked once, 19,530 strings).
 
 Imports neither torch, nemo_run nor omegaconf: the launch side writes with it, and any job-side
 parser that needs the rule can import it.

@@ -151,3 +151,17 @@ def test_encode_decode_roundtrip(raw, layers):
     if "bash_double_quoted" in layers and "'" in raw:
         pytest.skip("single quotes are refused in that chain")
     assert chain.decode(chain.encode(raw)) == raw
+
+
+def test_interpolation_escape_round_trips_every_short_string():
+    """Every string of up to 4 characters over ``$ { } \\ a`` comes back from OmegaConf unchanged."""
+    import itertools
+
+    from omegaconf import OmegaConf
+
+    for length in range(1, 5):
+        for chars in itertools.product("${}\\a", repeat=length):
+            text = "".join(chars)
+            conf = OmegaConf.create({"v": ""})
+            conf.merge_with_dotlist([f"v={override_value(text)}"])
+            assert OmegaConf.to_container(conf, resolve=True)["v"] == text, text

@@ -122,7 +122,7 @@ def test_unsupported_task_types(plugin, task, what, tmp_path):
 @pytest.mark.parametrize("make_task", [tiny_gpt_recipe, lambda: tiny_gpt_script("train.train_iters=3")],
                          ids=["partial", "script"])
 @pytest.mark.parametrize("plugins", [
-    lambda: [user_nsys_plugin(nsys_gpu_metrics=True, nsys_extra_args=["--capture-range=nvtx"], output_dir=AWKWARD)],
+    lambda: [user_nsys_plugin(nsys_gpu_metrics=True, nsys_extra_args=["--capture-range=nvtx", "--env-var=A=$(x) 'q'"], output_dir=AWKWARD)],
     lambda: [awkward_plugin()],
     lambda: [user_nsys_plugin(), FaultTolerancePlugin()],
 ], ids=["nsys", "pytorch", "nsys+ft"])
