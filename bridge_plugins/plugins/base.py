@@ -86,9 +86,9 @@ class ProfilerPlugin(run.Plugin):
 
     def profiling_values(self) -> Dict[str, Any]:
         """The ProfilingConfig fields this plugin owns, with its values (derived from the dataclass)."""
-        shared = set(profiling_fields())
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in shared}
-        values.update({cfg: getattr(self, attr) for attr, cfg in self._RENAMED.items()})
+        mine = {f.name: f.name for f in dataclasses.fields(self)}
+        mine.update({cfg: attr for attr, cfg in self._RENAMED.items()})
+        values = {name: getattr(self, mine[name]) for name in profiling_fields() if name in mine}  # config's order
         if isinstance(values.get("profile_ranks"), (list, tuple)):
             values["profile_ranks"] = list(values["profile_ranks"])
         return values
