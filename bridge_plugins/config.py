@@ -18,6 +18,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from bridge_plugins.conflicts import exclusive_profilers_error
+
 DEFAULT_OUTPUT_DIR = "profiling"
 """Where artifacts go when output_dir is None (relative to the job's working directory)."""
 
@@ -159,9 +161,8 @@ def validate_fields(values: Mapping[str, Any], owner: str = "ProfilingConfig",
         if not isinstance(v[name], bool):
             got = f"{v[name]!r} ({type(v[name]).__name__})"
             raise TypeError(f"{full(name)} must be a bool, got {got}; pass True or False")
-    if v["use_nsys_profiler"] and v["use_pytorch_profiler"]:
-        raise ValueError(f"{owner}: use_nsys_profiler and use_pytorch_profiler are both True; "
-                         f"they are mutually exclusive: turn one of them off")
+    if exclusive_profilers_error(v, owner):
+        raise ValueError(exclusive_profilers_error(v, owner))
     for name in _INT_FIELDS:
         if not _is_int(v[name]):
             raise TypeError(f"{full(name)} must be an int, got {v[name]!r} ({type(v[name]).__name__})")

@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 import re
+import stat
 import socket
 import subprocess
 import sys
@@ -14,11 +15,14 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 
+from bridge_plugins import artifact_names
+from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX
+
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 
 # Variables a torchrun worker (or a Slurm task) leaves in the environment. A job started from
-# inside one must not inherit them, or it joins the parent's rendezvous (notes/torch-profiler.md).
+# inside one must not inherit them, or it joins the parent's rendezvous.
 DIST_VARS = (
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE",
     "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RESTART_COUNT",
@@ -27,6 +31,10 @@ DIST_VARS = (
 )
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+
+NSYS_DEFAULTS = ["--force-overwrite=true", "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
+                 "--cuda-graph-trace=node", "--cuda-event-trace=false"]
+"""NeMo Run's default nsys options (Launcher.nsys_extra_args), in the order it emits them."""
 
 
 def trace_steps(path: Path) -> Set[int]:
@@ -45,10 +53,24 @@ def trace_steps(path: Path) -> Set[int]:
 def trace_files(output_dir: Path) -> Dict[int, List[Path]]:
     """Traces under output_dir/torch_profile, keyed by the rank in their name."""
     found: Dict[int, List[Path]] = {}
-    for p in sorted((Path(output_dir) / "torch_profile").glob("*.pt.trace.json.gz")):
-        rank = int(re.match(r"rank(\d+)_", p.name).group(1))
-        found.setdefault(rank, []).append(p)
+    for p in sorted((Path(output_dir) / TORCH_TRACE_DIR).glob("*" + TORCH_TRACE_SUFFIX)):
+        name = artifact_names.parse(p)
+        found.setdefault(name.rank, []).append(p)
     return found
+
+
+def assert_window_traces(output_dir: Path, ranks, start: int, end: int) -> None:
+    """Exactly one trace per rank in ``ranks``, named for and holding exactly steps [start, end)."""
+    files = trace_files(output_dir)
+    assert sorted(files) == sorted(ranks), files
+    for rank, paths in files.items():
+        assert [p.name for p in paths] == [artifact_names.torch_trace_stem(rank, start, end - 1) + TORCH_TRACE_SUFFIX]
+        assert trace_steps(paths[0]) == set(range(start, end)), (rank, trace_steps(paths[0]))
+
+
+def job_logs(job_dir: Path) -> str:
+    """Every log NeMo Run kept for a job, concatenated (for failure messages and log assertions)."""
+    return "\n".join(p.read_text(errors="replace") for p in sorted(Path(job_dir).rglob("*.log")))
 
 
 FAKE_NSYS = ROOT / "tests" / "helpers" / "fake_nsys"
@@ -62,6 +84,14 @@ def stand_in_nsys(tmp_path: Path) -> Tuple[Path, Path]:
     log_dir.mkdir()
     (bin_dir / "nsys").symlink_to(FAKE_NSYS)
     return bin_dir, log_dir
+
+
+def use_clean_env(monkeypatch) -> None:
+    """Make this process's environment ``clean_env()`` (for jobs that NeMo Run spawns from it)."""
+    for var in DIST_VARS:
+        monkeypatch.delenv(var, raising=False)
+    for key, value in clean_env().items():
+        monkeypatch.setenv(key, value)
 
 
 def clean_env(**extra: str) -> Dict[str, str]:
@@ -102,3 +132,67 @@ def has_cuda() -> bool:
 requires_cuda = pytest.mark.skipif(
     not has_cuda(), reason="needs CUDA (memory snapshots, CUDA kernels, cudaProfilerStart); none on this machine"
 )
+
+
+# ------------------------------------------------------------------------------------------------
+# Stand-in programs: run a launch command for real, with srun/python/torchrun/ft_launcher/nsys
+# replaced by programs that record their argv (there is no cluster, GPU or nsys here).
+# ------------------------------------------------------------------------------------------------
+
+
+def make_fakes(tmp_path: Path) -> Path:
+    """A bin dir: `srun` drops its options and execs the command; `nsys` is the stand-in;
+    `python`, `torchrun`, `ft_launcher` record their argv to $ARGV_LOG and exit 0."""
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    (bindir / "srun").write_text(
+        "#!/bin/bash\n"
+        "while [ $# -gt 0 ]; do case \"$1\" in\n"
+        "  --output|--error|--chdir|--container-image|--container-mounts|--container-workdir|--container-env) shift 2;;\n"
+        "  --*) shift;;\n  *) break;;\nesac; done\nexec \"$@\"\n")
+    recorder = (f"#!{sys.executable}\nimport json, os, sys\n"
+                "name = os.path.basename(sys.argv[0])\n"
+                "open(os.path.join(os.environ['ARGV_LOG'], f'{name}.{os.getpid()}.json'), 'w').write(json.dumps(sys.argv[1:]))\n")
+    for name in ("python", "torchrun", "ft_launcher"):
+        (bindir / name).write_text(recorder)
+    for p in bindir.iterdir():
+        p.chmod(p.stat().st_mode | stat.S_IEXEC)
+    (bindir / "nsys").symlink_to(FAKE_NSYS)
+    (tmp_path / "argv").mkdir()
+    return bindir
+
+
+def run_recorded(argv: List[str], tmp_path: Path, check: bool = True, **env) -> dict:
+    """Run argv (a shell) with the fakes first on PATH; return {program: argv} recorded
+    (with ``check=False`` a failing run returns what was recorded, plus ``"exit"``)."""
+    bindir = make_fakes(tmp_path)
+    full_env = {"PATH": f"{bindir}:{VENV_BIN}:/usr/bin:/bin", "ARGV_LOG": str(tmp_path / "argv"),
+                "FAKE_NSYS_LOG": str(tmp_path / "argv"),
+                "SLURM_JOB_ID": "77", "SLURM_NODEID": "0", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
+                "HOME": os.environ.get("HOME", "/tmp"), **env}
+    proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 or not check, proc.stdout + proc.stderr
+    out = {"exit": [proc.returncode, proc.stdout + proc.stderr]}
+    for p in (tmp_path / "argv").iterdir():
+        rec = json.loads(p.read_text())
+        out[p.name.split(".")[0]] = rec["argv"] if isinstance(rec, dict) else rec  # fake nsys: a record
+    return out
+
+
+def srun_line(text: str) -> str:
+    """The job's srun command in an sbatch script (not the head-node lookup)."""
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("srun --output")]
+    return line
+
+
+def run_sbatch_command(text: str, tmp_path: Path, check: bool = True, **env) -> dict:
+    """Run the sbatch script's srun line through bash (srun, nsys and the job replaced by fakes)."""
+    exports = dict(re.findall(r"^export (\w+)=(.*)$", text, re.M))
+    return run_recorded(["bash", "-c", srun_line(text)], tmp_path, check, **{**exports, **env})
+
+
+def run_docker_command(command: List[str], tmp_path: Path, check: bool = True) -> dict:
+    """Split and run the container command exactly as DockerContainer.run + docker-py would."""
+    from docker.utils.utils import split_command
+
+    return run_recorded(split_command(f'bash -c "{" ".join(command)}"'), tmp_path, check)

@@ -21,22 +21,17 @@ from torchx.specs import AppState
 
 from bridge_plugins import NsysPlugin, PyTorchProfilerPlugin
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
-from tests.support import DIST_VARS, ROOT, VENV_BIN, trace_files, trace_steps, stand_in_nsys
+from tests.support import NSYS_DEFAULTS, ROOT, assert_window_traces, job_logs, stand_in_nsys, use_clean_env
 
 pytestmark = pytest.mark.integration
 
 SMALL = ("train.train_iters=8", "model.hidden_size=32", "train.log_interval=4")
-NSYS_DEFAULTS = ["--force-overwrite=true", "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
-                 "--cuda-graph-trace=node", "--cuda-event-trace=false"]
 
 
 @pytest.fixture(autouse=True)
 def job_env(nemo_home, monkeypatch):
     """Isolated NeMo Run home (tests/conftest.py) and a clean environment for the jobs NeMo Run spawns."""
-    for var in DIST_VARS:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    use_clean_env(monkeypatch)
     monkeypatch.chdir(ROOT)
 
 
@@ -49,12 +44,8 @@ def run_experiment(task, executor, plugins):
         exp.add(task, executor=executor, plugins=plugins, name="job")
         exp.run(detach=False)
     job = exp.jobs[0]
-    assert job.state == AppState.SUCCEEDED, f"job {job.state}:\n{job_logs(job)[-4000:]}"
+    assert job.state == AppState.SUCCEEDED, f"job {job.state}:\n{job_logs(job.executor.job_dir)[-4000:]}"
     return exp, job, Path(job.executor.job_dir)
-
-
-def job_logs(job) -> str:
-    return "\n".join(p.read_text(errors="replace") for p in sorted(Path(job.executor.job_dir).rglob("*.log")))
 
 
 def torchrun_executor():
@@ -62,23 +53,20 @@ def torchrun_executor():
 
 
 def window_plugin(ranks, **kw):
-    # Start 3 is not a multiple of the window length 3 (see notes/torch-profiler.md).
+    # Start 3 is not a multiple of the window length 3: torch.profiler's schedule must not be
+    # what decides the window's first step.
     return PyTorchProfilerPlugin(profile_step_start=3, profile_step_end=6, profile_ranks=ranks, **kw)
 
 
 def assert_traces(output_dir: Path, ranks):
-    files = trace_files(output_dir)
-    assert sorted(files) == sorted(ranks), files
-    for rank, paths in files.items():
-        assert [p.name for p in paths] == [f"rank{rank}_steps3-5.pt.trace.json.gz"]
-        assert trace_steps(paths[0]) == {3, 4, 5}
+    assert_window_traces(output_dir, ranks, 3, 6)
 
 
 def test_partial_torchrun_two_ranks_exact_steps_and_from_id():
     plugin = window_plugin([0, 1])
     exp, job, job_dir = run_experiment(small_recipe(), torchrun_executor(), [plugin])
     assert_traces(job_dir, [0, 1])
-    back = run.Experiment.from_id(exp._id)
+    back = run.Experiment.from_title("e2e")
     (restored,) = back.jobs
     assert type(restored.plugins[0]) is PyTorchProfilerPlugin
     assert restored.plugins[0].profile_ranks == [0, 1] and restored.handle == exp.jobs[0].handle
@@ -123,5 +111,14 @@ def test_nsys_chain_with_stand_in_nsys(tmp_path, monkeypatch):
     assert cmd[-6:] == ["-m", "nemo_run.core.runners.fdl_runner", "-n", "job", f"{job_dir}/configs/job_fn_or_script", ""]
     assert (job_dir / "nsys_profile" / f"profile_{pid}.nsys-rep").is_file()
     # The job itself read use_nsys_profiler from the packaged config (CPU: it says it skips CUDA capture).
-    assert "nsys profiling requested but CUDA is not available" in job_logs(job)
+    assert "nsys profiling requested but CUDA is not available" in job_logs(job_dir)
+    assert not (job_dir / "torch_profile").exists()
+
+
+def test_script_local_output_dir_with_macros_and_interpolation_arrives_intact(tmp_path):
+    """NeMo Run's macro substitution ($$, ${img_root}) and OmegaConf's interpolation (${HOME},
+    ${train.seed}) must leave the path alone: the traces land in exactly the directory given."""
+    out = tmp_path / "o $$ ${img_root} ${replica_id} ${HOME} ${train.seed}"
+    _, _, job_dir = run_experiment(tiny_gpt_script(*SMALL), run.LocalExecutor(), [window_plugin([0], output_dir=str(out))])
+    assert_traces(out, [0])
     assert not (job_dir / "torch_profile").exists()

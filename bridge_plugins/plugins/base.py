@@ -7,15 +7,19 @@ bad value fails in the user's driver script at construction, not in a job hours 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Dict, List, Optional
 
 import nemo_run as run
+from nemo_run.core.execution.launcher import Launcher
 
-from bridge_plugins.config import validate_fields
-from bridge_plugins.plugins import executors as ex
+from bridge_plugins.config import profiling_fields, validate_fields
 from bridge_plugins.plugins import tasks
+from bridge_plugins.plugins.edits import Edit
+from bridge_plugins.plugins.executor_traits import job_dir_seen_by_job
+from bridge_plugins.plugins.quoting import QuotingChain
 
 
 def check_bool(owner: str, name: str, value: Any) -> None:
@@ -59,9 +63,10 @@ class ProfilerPlugin(run.Plugin):
     (default: ``profiling.<field>=<yaml>`` overrides). Must be a module-level function."""
 
     _FLAG: ClassVar[str] = ""
-    """The ProfilingConfig switch this plugin turns on (the other profiler's is turned off)."""
-    _FIELDS: ClassVar[Dict[str, str]] = {}
-    """Plugin field -> ProfilingConfig field, besides the shared ones."""
+    """The ProfilingConfig switch this plugin turns on (``bridge_plugins.conflicts`` turns off the rest)."""
+    _RENAMED: ClassVar[Dict[str, str]] = {}
+    """Plugin field -> ProfilingConfig field, where the names differ. Every other plugin field
+    named like a ProfilingConfig field is written under its own name."""
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -69,32 +74,31 @@ class ProfilerPlugin(run.Plugin):
             self.profile_ranks = [0]
         elif isinstance(self.profile_ranks, tuple):
             self.profile_ranks = list(self.profile_ranks)
-        validate_fields(self.profiling_values(), owner=owner, names={cfg: attr for attr, cfg in self._FIELDS.items()})
+        validate_fields(self.profiling_values(), owner=owner, names={cfg: attr for attr, cfg in self._RENAMED.items()})
         check_importable(owner, "script_args_converter_fn", self.script_args_converter_fn)
 
     def profiling_values(self) -> Dict[str, Any]:
-        """The ProfilingConfig fields this plugin owns, with its values."""
-        other = "use_pytorch_profiler" if self._FLAG == "use_nsys_profiler" else "use_nsys_profiler"
-        values = {
-            self._FLAG: True,
-            other: False,
-            "profile_step_start": self.profile_step_start,
-            "profile_step_end": self.profile_step_end,
-            "profile_ranks": list(self.profile_ranks) if isinstance(self.profile_ranks, (list, tuple)) else self.profile_ranks,
-            "record_shapes": self.record_shapes,
-            "output_dir": self.output_dir,
-        }
-        values.update({cfg: getattr(self, attr) for attr, cfg in self._FIELDS.items()})
+        """The ProfilingConfig fields this plugin owns, with its values (derived from the dataclass)."""
+        mine = {f.name: f.name for f in dataclasses.fields(self)}
+        mine.update({cfg: attr for attr, cfg in self._RENAMED.items()})
+        values = {name: getattr(self, mine[name]) for name in profiling_fields() if name in mine}  # config's order
+        if isinstance(values.get("profile_ranks"), (list, tuple)):
+            values["profile_ranks"] = list(values["profile_ranks"])
         return values
 
-    def plan_task(self, task: run.Partial | run.Script, executor: run.Executor, launcher=None) -> tasks.Edit:
+    def plan_task(self, task: run.Partial | run.Script, executor: run.Executor, launcher_now: Optional[Launcher],
+                  launcher_after: Optional[Launcher]) -> Edit:
         """The edit that writes this plugin's settings into the task (validated, not applied).
 
-        ``launcher``: the launcher the executor will have once the plugin's edits are applied
-        (Script args are encoded for it); by default the current one.
+        ``launcher_now``/``launcher_after``: the executor's launcher before and after the plugin's
+        own executor edits (Script args already there are read with the first, new ones encoded
+        for the second). None means no launcher.
         """
+        owner = type(self).__name__
         return tasks.plan_profiling(
-            self, task, executor, self.profiling_values(), launcher=launcher,
-            default_output_dir=ex.job_dir_seen_by_job(executor),
+            owner, task, self.profiling_values(), flag=self._FLAG,
+            current=QuotingChain.for_executor(executor, launcher_now, script_arg=True, owner=owner),
+            target=QuotingChain.for_executor(executor, launcher_after, script_arg=True, owner=owner),
+            default_output_dir=job_dir_seen_by_job(executor, owner),
             converter=self.script_args_converter_fn,
         )

@@ -7,9 +7,13 @@ from typing import Callable, List, Optional
 
 import nemo_run as run
 
-from bridge_plugins.plugins import executors as ex
+from bridge_plugins import conflicts
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.base import check_bool, check_importable
+from bridge_plugins.plugins.edits import apply, warn
+from bridge_plugins.plugins.executor_traits import peek_launcher
+from bridge_plugins.plugins.ft_launcher import plan_fault_tolerance
+from bridge_plugins.plugins.quoting import QuotingChain
 from bridge_plugins.plugins.script_args import FaultTolerancePluginScriptArgs
 
 
@@ -69,9 +73,10 @@ class FaultTolerancePlugin(run.Plugin):
         _check_timeout(owner, "rank_heartbeat_timeout", self.rank_heartbeat_timeout)
 
     def setup(self, task: run.Partial | run.Script, executor: run.Executor) -> None:
-        tasks.check_task(self, task)
-        old_steps = ex.arg_encoding(executor)
-        executor_edit, launcher, launcher_had_nsys = ex.plan_fault_tolerance(
+        owner = type(self).__name__
+        tasks.check_task(owner, task)
+        launcher_now = peek_launcher(executor)
+        executor_edit, launcher_after, launcher_had_nsys = plan_fault_tolerance(
             executor,
             retries=self.num_job_retries_on_failure,
             max_restarts=self.num_in_job_restarts,
@@ -79,12 +84,14 @@ class FaultTolerancePlugin(run.Plugin):
             rank_heartbeat_timeout=self.rank_heartbeat_timeout,
         )
         task_edits, task_had_nsys = tasks.plan_enable_ft(
-            self, task, executor, old_steps, ex.arg_encoding(executor, launcher), self.ft_values(),
-            self.script_args() if isinstance(task, run.Script) else [])
+            owner, task,
+            QuotingChain.for_executor(executor, launcher_now, script_arg=True, owner=owner),
+            QuotingChain.for_executor(executor, launcher_after, script_arg=True, owner=owner),
+            self.ft_values(), self.script_args() if isinstance(task, run.Script) else ())
         if launcher_had_nsys or task_had_nsys:
-            ex.warn("FaultTolerancePlugin: nsys profiling is disabled because the job now runs under "
-                    "ft_launcher, whose restarts nsys cannot follow")
-        tasks.apply([executor_edit, *task_edits])
+            warn(f"{owner}: nsys profiling is disabled because the job now runs under ft_launcher: "
+                 f"{conflicts.NSYS_UNDER_FT}")
+        apply([executor_edit, *task_edits])
 
     def ft_values(self) -> dict:
         """The ``ft`` section fields this plugin sets."""

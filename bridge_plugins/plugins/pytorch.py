@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 import nemo_run as run
 
-from bridge_plugins.plugins import executors as ex
+from bridge_plugins import conflicts
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.base import ProfilerPlugin
+from bridge_plugins.plugins.edits import apply, warn
+from bridge_plugins.plugins.executor_traits import peek_launcher
 
 
 @dataclass(kw_only=True)
@@ -34,21 +36,15 @@ class PyTorchProfilerPlugin(ProfilerPlugin):
     background_export: bool = True
     """Write the trace from a background thread so the rank rejoins its collectives at once."""
 
-    _FLAG = "use_pytorch_profiler"
-    _FIELDS = {
-        "record_memory_history": "record_memory_history",
-        "memory_snapshot_path": "memory_snapshot_path",
-        "memory_history_max_entries": "memory_history_max_entries",
-        "with_stack": "pytorch_profiler_with_stack",
-        "profile_memory": "pytorch_profiler_profile_memory",
-        "background_export": "background_export",
-    }
+    _FLAG = conflicts.PYTORCH
+    _RENAMED = {"with_stack": "pytorch_profiler_with_stack", "profile_memory": "pytorch_profiler_profile_memory"}
 
     def setup(self, task: run.Partial | run.Script, executor: run.Executor) -> None:
-        tasks.check_task(self, task)
-        edit = self.plan_task(task, executor)
-        launcher = ex.peek_launcher(executor)
-        if launcher is not None and launcher.nsys_profile:
-            ex.warn("PyTorchProfilerPlugin: the launcher still wraps the job in nsys, which records "
-                    "nothing now that the job runs the PyTorch profiler instead")
-        tasks.apply([edit])
+        owner = type(self).__name__
+        tasks.check_task(owner, task)
+        launcher = peek_launcher(executor)
+        edit = self.plan_task(task, executor, launcher, launcher)
+        if launcher is not None and conflicts.switched_off_by(self._FLAG, {conflicts.NSYS: launcher.nsys_profile}):
+            warn(f"{owner}: the launcher still wraps the job in nsys, which records "
+                 f"nothing now that the job runs the PyTorch profiler instead")
+        apply([edit])

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 from bridge_plugins.config import DEFAULT_OUTPUT_DIR, ProfilingConfig
+from bridge_plugins.conflicts import NSYS_UNDER_FT, nsys_allowed
 from bridge_plugins.runtime.artifacts import ArtifactWriter
 from bridge_plugins.runtime.ranks import detect_rank, detect_world_size
 
@@ -120,11 +121,8 @@ class ProfilingController:
             return cls(cfg, **kwargs)
         prof = _profiling_section(getattr(cfg, "profiling", None))
         ft = getattr(cfg, "ft", None)
-        if prof is not None and prof.use_nsys_profiler and ft is not None and getattr(ft, "enable_ft_package", False):
-            log.warning(
-                "fault tolerance is enabled (ft.enable_ft_package=True): nsys profiling is disabled for this job, "
-                "because ft_launcher restarts conflict with an nsys capture range"
-            )
+        if prof is not None and prof.use_nsys_profiler and not nsys_allowed(fault_tolerance=bool(getattr(ft, "enable_ft_package", False))):
+            log.warning(f"fault tolerance is enabled (ft.enable_ft_package=True): nsys profiling is disabled for this job: {NSYS_UNDER_FT}")
             from dataclasses import replace
 
             prof = replace(prof, use_nsys_profiler=False)

@@ -1,0 +1,41 @@
+"""How a value is written as a ``key=value`` override that the job's parser reads back unchanged.
+
+The job parses overrides with OmegaConf (``merge_with_dotlist``): the value is read as YAML,
+then ``${...}`` in a string is an interpolation, resolved when the config is built
+(``${train.seed}`` would silently become 1234, ``${HOME}`` fails the job). A string is therefore
+written as a JSON string (a YAML double-quoted scalar, read back verbatim) whose interpolations
+are escaped by OmegaConf's own rule, which OmegaConf undoes when it resolves: ``\\${`` is a
+literal ``${``, and backslashes right before it are doubled. The tests check every string of up
+to 4 characters from ``$ { } \\ a`` (6 characters were checked once, 19,530 strings).
+
+Imports neither torch, nemo_run nor omegaconf: the launch side writes with it, and any job-side
+parser that needs the rule can import it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_INTERPOLATION = re.compile(r"(\\*)\$\{")
+
+
+def escape_interpolations(text: str) -> str:
+    """``text`` with every ``${`` escaped so that OmegaConf resolves it to ``text`` itself."""
+    return _INTERPOLATION.sub(lambda m: m.group(1) * 2 + "\\${", text)
+
+
+def override_value(value: Any) -> str:
+    """A value in YAML flow syntax that OmegaConf's dotlist parser reads back unchanged."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(escape_interpolations(value))  # a JSON string is a YAML double-quoted scalar
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(override_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} ({type(value).__name__}) as an override")

@@ -1,0 +1,28 @@
+"""Plans and edits: how a plugin changes nothing until everything it will change is known.
+
+Functions named ``plan_*`` validate and compute first and return an *edit*: a no-argument
+callable that only assigns. A plugin applies all its edits at the end of ``setup``, so a
+``setup`` that raises leaves the executor and the task untouched.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Callable, Iterable, Optional
+
+Edit = Callable[[], None]
+
+
+class ProfilingPluginWarning(UserWarning):
+    """A plugin changed or dropped something the user asked for, and says why."""
+
+
+def warn(message: str) -> None:
+    warnings.warn(message, ProfilingPluginWarning, stacklevel=3)
+
+
+def apply(edits: Iterable[Optional[Edit]]) -> None:
+    """Run the edits of a plan, in order (only after everything was computed)."""
+    for edit in edits:
+        if edit is not None:
+            edit()

@@ -1,0 +1,98 @@
+"""Writing into a run.Script: settings as ``section.key=value`` overrides, encoded per executor.
+
+The plugin's values become Hydra/OmegaConf-style overrides (``profiling.profile_ranks=[0,1]``:
+values in YAML flow syntax, strings as OmegaConf-escaped JSON strings that YAML and OmegaConf
+read back verbatim, see ``bridge_plugins.override_values``), or whatever
+``script_args_converter_fn`` returns. Each arg is then encoded with the executor's QuotingChain.
+Args the task already has for the same keys are dropped first, so running ``setup`` again adds
+nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import nemo_run as run
+import yaml
+
+from bridge_plugins.override_values import override_value
+from bridge_plugins.plugins.edits import Edit
+from bridge_plugins.plugins.partial_config import FT, PROFILING
+from bridge_plugins.plugins.quoting import QuotingChain
+
+
+def default_script_args_converter(values: Mapping[str, Any], section: str = PROFILING) -> List[str]:
+    """``{'profile_ranks': [0, 1]}`` -> ``['profiling.profile_ranks=[0,1]']``."""
+    return [f"{section}.{k}={override_value(v)}" for k, v in values.items()]
+
+
+def _parse_override(arg: str) -> Optional[Tuple[str, Any]]:
+    key, sep, value = arg.partition("=")
+    if not sep:
+        return None
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        return key.strip(), value
+
+
+def script_overrides(task: run.Script, chain: QuotingChain) -> Dict[str, Any]:
+    """The task's existing ``key=value`` args, decoded with ``chain`` (later args win)."""
+    out: Dict[str, Any] = {}
+    for arg in task.args:
+        decoded = chain.decode_or_none(arg)
+        parsed = _parse_override(decoded) if decoded is not None else None
+        if parsed:
+            out[parsed[0]] = parsed[1]
+    return out
+
+
+def _encode_all(owner: str, raw_args: Sequence[str], chain: QuotingChain) -> List[str]:
+    try:
+        return [chain.encode(a) for a in raw_args]
+    except ValueError as e:
+        raise ValueError(f"{owner}: {e}") from None
+
+
+def with_overrides(owner: str, args: Sequence[str], raw_args: Sequence[str], chain: QuotingChain) -> List[str]:
+    """``args`` plus ``raw_args`` encoded with ``chain``, minus old args that set the same keys."""
+    encoded = _encode_all(owner, raw_args, chain)
+    keys = {p[0] for p in map(_parse_override, raw_args) if p}
+
+    def replaced(arg: str) -> bool:
+        if arg in encoded:
+            return True
+        decoded = chain.decode_or_none(arg)
+        parsed = _parse_override(decoded) if decoded is not None else None
+        return bool(parsed) and parsed[0] in keys
+
+    return [a for a in args if not replaced(a)] + encoded
+
+
+def reencoded(owner: str, args: Sequence[str], old: QuotingChain, new: QuotingChain,
+              replace: Mapping[str, Any]) -> List[str]:
+    """``args`` with the plugin-written overrides re-encoded for a new chain.
+
+    A launcher change (FaultTolerancePlugin after a profiler plugin) changes how NeMo Run quotes
+    Script args. Only args that decode as ``profiling.*=`` / ``ft.*=`` are touched; ``replace``
+    overrides the values of keys that are present (e.g. nsys off).
+    """
+    out = []
+    for arg in args:
+        raw = old.decode_or_none(arg)
+        parsed = _parse_override(raw) if raw is not None else None
+        if not parsed or parsed[0].split(".", 1)[0] not in (PROFILING, FT):
+            out.append(arg)
+            continue
+        if parsed[0] in replace:
+            raw = f"{parsed[0]}={override_value(replace[parsed[0]])}"
+        out += _encode_all(owner, [raw], new)
+    return out
+
+
+def plan_script_args(task: run.Script, new_args: List[str]) -> Edit:
+    """Set the Script's args to ``new_args`` (computed beforehand)."""
+    def edit() -> None:
+        task.args = new_args
+
+    return edit
