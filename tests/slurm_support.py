@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Sequence
 import nemo_run as run
 import pytest
 
+from bridge_plugins import artifact_names
 from bridge_plugins.plugins import ProfilingPluginWarning
 from tests.support import ROOT, VENV_BIN, trace_files, trace_steps
 
@@ -134,7 +135,8 @@ def assert_window_traces(output_dir: Path, ranks: Sequence[int], start: int, end
     names = [p.name for paths in files.values() for p in paths]
     assert len(names) == len(set(names)) == len(ranks), names
     for rank, paths in files.items():
-        assert [p.name for p in paths] == [f"rank{rank}_steps{start}-{end - 1}.pt.trace.json.gz"]
+        name = artifact_names.torch_trace_stem(rank, start, end - 1, environ={}) + artifact_names.TORCH_TRACE_SUFFIX
+        assert [p.name for p in paths] == [name]
         assert trace_steps(paths[0]) == set(range(start, end)), (rank, trace_steps(paths[0]))
 
 

@@ -66,7 +66,9 @@ def assert_traces_written_by_their_rank(records, output_dir: Path, ranks) -> Non
     assert_window_traces(output_dir, ranks, START, END)
     # nothing else in the directory: no second file per rank, no temporary left behind
     written = sorted(p.name for p in (Path(output_dir) / artifact_names.TORCH_TRACE_DIR).iterdir())
-    assert written == sorted(f"rank{r}_steps{START}-{END - 1}{artifact_names.TORCH_TRACE_SUFFIX}" for r in ranks), written
+    expected = [artifact_names.torch_trace_stem(r, START, END - 1, environ={}) + artifact_names.TORCH_TRACE_SUFFIX
+                for r in ranks]
+    assert written == sorted(expected), written
     for r in records:
         traces = [Path(a) for a in r["artifacts"] if a.endswith(artifact_names.TORCH_TRACE_SUFFIX)]
         if int(r["rank"]) in ranks:

@@ -86,15 +86,16 @@ net_up() {
     mkdir -p "$STATE_DIR"
     : >"$NET_LIST"
 
-    ip link add "$BR" type bridge
+    ip link add "$BR" type bridge || die "cannot create bridge $BR (no bridge support in this kernel?); use 'up.sh --nodes 1'"
     record bridge "$BR"
     ip addr add "$SUBNET.1/24" dev "$BR"
     ip link set "$BR" up
     for ((k = 1; k <= n; k++)); do
         ns="bpslurm-n$k" veth="bpv-n$k"
-        ip netns add "$ns"
+        ip netns add "$ns" || die "cannot create network namespace $ns; use 'up.sh --nodes 1'"
         record netns "$ns"
-        ip link add "$veth" type veth peer name eth0 netns "$ns"
+        ip link add "$veth" type veth peer name eth0 netns "$ns" ||
+            die "cannot create veth pair $veth (no veth support in this kernel?); use 'up.sh --nodes 1'"
         record veth "$veth"
         ip link set "$veth" master "$BR" up
         ip -n "$ns" addr add "$(node_ip "$k")/24" dev eth0
