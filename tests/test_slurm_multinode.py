@@ -125,16 +125,17 @@ def test_srun_tasks_across_two_nodes(two_nodes, tmp_path, per_node):
 
 
 def test_nsys_stand_in_across_two_nodes(two_nodes, tmp_path):
-    """One nsys per Slurm task; each report's name carries its task's job id, node id and rank."""
+    """One nsys per Slurm task; each report's name carries its task's job id, node id and rank.
+    Two tasks per node, so node id and rank differ (a swapped name would not pass)."""
     bin_dir, nsys_log = stand_in_nsys(tmp_path)
     records_dir = tmp_path / "placement"
-    executor = slurm_executor(two_nodes, tmp_path, nodes=2, ntasks_per_node=1,
+    executor = slurm_executor(two_nodes, tmp_path, nodes=2, ntasks_per_node=2,
                               env=job_env(path_prefix=bin_dir, FAKE_NSYS_LOG=str(nsys_log)))
-    plugin = NsysPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=[0, 1])
+    plugin = NsysPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=[1, 2])
     ran = run_on_slurm(tmp_path, placement_task(records_dir), executor, [plugin])
     ran.assert_succeeded()
     records = read_placements(records_dir)
-    assert_placement(records, two_nodes["nodes"], ntasks_per_node=1, world_size=2)
+    assert_placement(records, two_nodes["nodes"], ntasks_per_node=2, world_size=4)
     # The stand-in records each call in nsys.<its pid>.json and execs the job in place (same pid),
     # so the pid links a report to the placement record of the process it profiled.
     by_pid = {r["pid"]: r for r in records}
@@ -150,5 +151,5 @@ def test_nsys_stand_in_across_two_nodes(two_nodes, tmp_path):
         assert report.parent == ran.job_dir / artifact_names.NSYS_DIR, report
         reports.append(report)
     assert sorted(reports) == sorted((ran.job_dir / artifact_names.NSYS_DIR).glob("*.nsys-rep"))
-    assert {(artifact_names.parse(p).node, artifact_names.parse(p).rank) for p in reports} == {(0, 0), (1, 1)}
-    assert "training 8 steps on 2 rank(s)" in ran.full_logs, ran.logs
+    assert {(artifact_names.parse(p).node, artifact_names.parse(p).rank) for p in reports} == {(0, 0), (0, 1), (1, 2), (1, 3)}
+    assert "training 8 steps on 4 rank(s)" in ran.full_logs, ran.logs
