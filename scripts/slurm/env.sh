@@ -32,5 +32,8 @@ pid_alive() {
     [[ ${stat%% *} != Z ]]
 }
 
+# The network namespace of node nK (net.sh creates it, up.sh runs the node's slurmd in it).
+node_netns() { echo "bpslurm-$1"; }
+
 # Pid files are named <process name>[@<node>].pid: the process name is what pid_alive checks.
 pid_file_comm() { local base=${1##*/}; base=${base%.pid}; echo "${base%@*}"; }

@@ -2,7 +2,7 @@
 # The network of the multi-node cluster on one machine (used by up.sh and down.sh).
 #
 #   net.sh up N    a bridge $BRIDGE_SLURM_BRIDGE with $BRIDGE_SLURM_SUBNET.1/24 in the root
-#                  namespace; per node nK (K=1..N) a network namespace bpslurm-nK holding the
+#                  namespace; per node nK (K=1..N) a network namespace $(node_netns nK) holding the
 #                  inside end (eth0, $BRIDGE_SLURM_SUBNET.(10+K)) of a veth pair whose other end
 #                  (bpv-nK) is on the bridge; and a marked block in /etc/hosts mapping nK to it.
 #   net.sh down    removes exactly what net.sh up recorded in $BRIDGE_SLURM_STATE/net.list, and
@@ -81,7 +81,8 @@ net_up() {
         die "$SUBNET.0/24 is already in use on this machine; set BRIDGE_SLURM_SUBNET to a free 10.x.y"
     fi
     for ((k = 1; k <= n; k++)); do
-        [[ -e /var/run/netns/bpslurm-n$k ]] && die "netns bpslurm-n$k exists but was not recorded by these scripts"
+        ns=$(node_netns "n$k")
+        [[ -e /var/run/netns/$ns ]] && die "netns $ns exists but was not recorded by these scripts"
     done
     mkdir -p "$STATE_DIR"
     : >"$NET_LIST"
@@ -91,7 +92,7 @@ net_up() {
     ip addr add "$SUBNET.1/24" dev "$BR"
     ip link set "$BR" up
     for ((k = 1; k <= n; k++)); do
-        ns="bpslurm-n$k" veth="bpv-n$k"
+        ns=$(node_netns "n$k") veth="bpv-n$k"
         ip netns add "$ns" || die "cannot create network namespace $ns; use 'up.sh --nodes 1'"
         record netns "$ns"
         ip link add "$veth" type veth peer name eth0 netns "$ns" ||

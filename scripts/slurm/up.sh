@@ -417,7 +417,7 @@ for node in "${NODE_NAMES[@]}"; do
     else
         # node names are n1..nN (checked above), safe inside the sh -c string
         start_daemonizing "slurmd@$node" "/run/slurmd-$node.pid" "$LOG_DIR/slurmd-$node.log" \
-            nsenter --net="/var/run/netns/bpslurm-$node" unshare --uts \
+            nsenter --net="/var/run/netns/$(node_netns "$node")" unshare --uts \
             sh -c "hostname $node && exec /usr/sbin/slurmd -N $node"
     fi
     log "slurmd@$node pid $STARTED_PID"
