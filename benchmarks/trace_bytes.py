@@ -64,7 +64,8 @@ def main() -> None:
                "gzip_fixed": gz_s - args.short * (gz_l - gz_s) / extra,
                f"gzip_{args.short}_steps": gz_s, f"gzip_{args.long}_steps": gz_l}
         results[label] = row
-        print(f"{label:14s} per step: {row['gzip_per_step'] / 1024:7.1f} KiB gzip, {row['raw_per_step'] / 1024:8.1f} KiB raw, "
+        print(f"{label:14s} per step: {row['gzip_per_step'] / 1024:7.1f} KiB gzip, "
+              f"{row['raw_per_step'] / 1024:8.1f} KiB raw, "
               f"{row['events_per_step']:6.0f} events"
               f"   fixed per file: {row['gzip_fixed'] / 1024:6.1f} KiB gzip"
               f"   ({args.short} steps: {gz_s / 1024:.1f} KiB, {args.long} steps: {gz_l / 1024:.1f} KiB gzip)")

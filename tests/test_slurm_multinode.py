@@ -151,5 +151,6 @@ def test_nsys_stand_in_across_two_nodes(two_nodes, tmp_path):
         assert report.parent == ran.job_dir / artifact_names.NSYS_DIR, report
         reports.append(report)
     assert sorted(reports) == sorted((ran.job_dir / artifact_names.NSYS_DIR).glob("*.nsys-rep"))
-    assert {(artifact_names.parse(p).node, artifact_names.parse(p).rank) for p in reports} == {(0, 0), (0, 1), (1, 2), (1, 3)}
+    names = [artifact_names.parse(p) for p in reports]
+    assert {(n.node, n.rank) for n in names} == {(0, 0), (0, 1), (1, 2), (1, 3)}, reports
     assert "training 8 steps on 4 rank(s)" in ran.full_logs, ran.logs
