@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: set up the venv, bring up the local Slurm cluster when this machine can
-# (root and apt-get available), run pytest, and stop the daemons this script started.
-# Extra arguments go to pytest (e.g. scripts/test.sh -k controller).
+# The whole test suite: set up the venv, bring up the local Slurm cluster (2 nodes,
+# scripts/slurm/up.sh) when the selected tests include Slurm tests and this machine can (root and
+# apt-get available), run pytest, and stop the daemons this script started.
+# Extra arguments go to pytest (e.g. scripts/test.sh -k controller, which starts no daemons).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -12,7 +13,11 @@ stop_slurm() {
   if [ "$started_slurm" = 1 ]; then bash scripts/slurm/down.sh || true; fi
 }
 trap stop_slurm EXIT
-if [ "${BRIDGE_SKIP_SLURM:-0}" = 1 ]; then
+# Which tests pytest would run with these arguments: no Slurm test selected, no cluster.
+selected=$(.venv/bin/python scripts/slurm/tests_selected.py "$@" 2>&1 | tail -n 1 || true)
+if [ "$selected" = "slurm tests selected: 0" ]; then
+  echo "[test] no Slurm tests selected; not bringing Slurm up"
+elif [ "${BRIDGE_SKIP_SLURM:-0}" = 1 ]; then
   export BRIDGE_SLURM_UNAVAILABLE="BRIDGE_SKIP_SLURM=1 was set"
 elif [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   export BRIDGE_SLURM_UNAVAILABLE="bringing up Slurm needs root and apt-get (scripts/slurm/up.sh)"
@@ -25,6 +30,7 @@ else
     echo "[test] Slurm cluster up in $(( $(date +%s) - s )) s"
   else
     echo "$out"
+    started_slurm=1  # stop whatever a failed bring-up left running (down.sh stops only what it recorded)
     export BRIDGE_SLURM_UNAVAILABLE="scripts/slurm/up.sh failed (see its output above)"
   fi
 fi

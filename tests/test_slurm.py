@@ -9,15 +9,11 @@ per-rank traces (exact window steps, one file per rank, none overwritten), the a
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 import textwrap
-import time
-import warnings
 from pathlib import Path
-from typing import Dict, Optional
 
 import nemo_run as run
 import pytest
@@ -25,12 +21,12 @@ import pytest
 from bridge_plugins import FaultTolerancePlugin, NsysPlugin, PyTorchProfilerPlugin
 from bridge_plugins.plugins import ProfilingPluginWarning
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
-from tests.support import ROOT, VENV_BIN, clean_env, trace_files, trace_steps, stand_in_nsys
+from tests.slurm_support import assert_window_traces, job_env, run_on_slurm, slurm_executor
+from tests.support import ROOT, clean_env, stand_in_nsys
 
 pytestmark = pytest.mark.slurm
 
 START, END, STEPS = 3, 6, 8
-WINDOW = set(range(START, END))
 RANKS = [0, 1]
 SMALL = dict(train__train_iters=STEPS, model__hidden_size=32)
 SMALL_ARGS = [f"train.train_iters={STEPS}", "model.hidden_size=32"]
@@ -47,91 +43,8 @@ def home(nemo_home):
     return nemo_home
 
 
-def job_env(path_prefix: Optional[Path] = None, **extra: str) -> Dict[str, str]:
-    """PATH with the venv's bin first (sbatch exports it to the job), PYTHONPATH = repo root."""
-    path = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
-    if path_prefix is not None:
-        path = f"{path_prefix}{os.pathsep}{path}"
-    return {"PATH": path, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **extra}
-
-
-def slurm_executor(cluster, base_dir: Path, *, ntasks_per_node: int = 2, launcher=None,
-                   env: Optional[Dict[str, str]] = None) -> run.SlurmExecutor:
-    executor = run.SlurmExecutor(
-        account=cluster["account"],
-        partition=cluster["partition"],
-        nodes=1,
-        ntasks_per_node=ntasks_per_node,
-        time="00:05:00",
-        # LocalTunnel copies nothing: its job_dir must be the experiments dir NeMo Run writes to.
-        tunnel=run.LocalTunnel(job_dir=str(base_dir / "experiments")),
-        packager=run.Packager(),
-        env_vars=env or job_env(),
-    )
-    if launcher is not None:
-        executor.launcher = launcher
-    return executor
-
-
-def sacct_line(slurm_id: str, timeout: float = 30.0) -> str:
-    """``JobID|State|ExitCode`` of the allocation, once sacct has a final state for it."""
-    line = ""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        proc = subprocess.run(["sacct", "-j", slurm_id, "-X", "-n", "-P", "-o", "JobID,State,ExitCode"],
-                              capture_output=True, text=True, timeout=20)
-        line = proc.stdout.strip()
-        if line and not any(s in line for s in ("PENDING", "RUNNING", "COMPLETING")):
-            return line
-        time.sleep(1)
-    return line
-
-
-def job_logs(job_dir: Path) -> str:
-    return "\n".join(f"==> {p} <==\n{p.read_text(errors='replace')[-4000:]}"
-                     for p in sorted(job_dir.rglob("*")) if p.is_file() and p.suffix in (".out", ".log", ".err"))
-
-
-class Ran:
-    """What a finished Slurm job left: NeMo Run status, Slurm id, sacct line, job dir."""
-
-    def __init__(self, exp: run.Experiment, status: dict):
-        (self.info,) = status.values()
-        self.exp = exp
-        self.job = exp.jobs[0]
-        self.job_dir = Path(self.job.executor.job_dir)
-        self.slurm_id = str(self.info["job_id"])
-        self.sacct = sacct_line(self.slurm_id)
-        self.logs = job_logs(self.job_dir)
-
-    def sbatch_text(self) -> str:
-        return Path(self.job.executor.experiment_dir, f"{self.job.executor.job_name}_sbatch.sh").read_text()
-
-    def assert_succeeded(self) -> None:
-        assert "SUCCEEDED" in str(self.info["status"]), f"NeMo Run status {self.info['status']}\n{self.logs}"
-        assert re.fullmatch(r"\d+", self.slurm_id), self.info
-        assert self.sacct == f"{self.slurm_id}|COMPLETED|0:0", f"sacct: {self.sacct!r}\n{self.logs}"
-
-
-def run_on_slurm(base_dir: Path, task, executor, plugins, name: str = "tiny_gpt") -> Ran:
-    """Submit through sbatch, wait for the end (Experiment.__exit__), read the final status."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ProfilingPluginWarning)  # CPU: nsys/memory history warn; fine
-        with run.Experiment("slurmtest", base_dir=str(base_dir), enable_goodbye_message=False, log_level="WARN") as exp:
-            exp.add(task, executor=executor, plugins=plugins, name=name)
-            exp.run(detach=False)
-    return Ran(exp, exp.status(return_dict=True))
-
-
-def assert_window_traces(output_dir: Path, ranks=RANKS) -> None:
-    """Exactly one trace per selected rank, distinct names, each holding exactly the window."""
-    files = trace_files(output_dir)
-    assert sorted(files) == sorted(ranks), files
-    names = [p.name for paths in files.values() for p in paths]
-    assert len(names) == len(set(names)) == len(ranks), names
-    for rank, paths in files.items():
-        assert [p.name for p in paths] == [f"rank{rank}_steps{START}-{END - 1}.pt.trace.json.gz"]
-        assert trace_steps(paths[0]) == WINDOW, (rank, trace_steps(paths[0]))
+def assert_window(output_dir: Path) -> None:
+    assert_window_traces(output_dir, RANKS, START, END)
 
 
 def pytorch_plugin(**kw) -> PyTorchProfilerPlugin:
@@ -149,7 +62,7 @@ def test_partial_two_slurm_tasks_without_launcher(slurm_cluster, tmp_path):
     ran.assert_succeeded()
     # Two Slurm tasks, one process group built from SLURM_PROCID/SLURM_STEP_NUM_TASKS.
     assert "training 8 steps on 2 rank(s)" in ran.logs, ran.logs
-    assert_window_traces(ran.job_dir)
+    assert_window(ran.job_dir)
 
 
 def test_partial_torchrun_two_ranks_in_one_task(slurm_cluster, tmp_path):
@@ -160,7 +73,7 @@ def test_partial_torchrun_two_ranks_in_one_task(slurm_cluster, tmp_path):
     text = ran.sbatch_text()
     assert "torchrun" in text and "--ntasks-per-node=1" in text, text
     assert "training 8 steps on 2 rank(s)" in ran.logs, ran.logs
-    assert_window_traces(ran.job_dir)
+    assert_window(ran.job_dir)
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,7 +119,7 @@ def test_script_overrides_survive_sbatch_srun_tasks(slurm_cluster, tmp_path):
         assert rec["output_dir"] == str(ran.job_dir) and rec["profile_ranks"] == RANKS, rec
     # On CPU no snapshot is written; the job says so and trains on.
     assert "record_memory_history requested but CUDA is not available" in ran.logs
-    assert_window_traces(ran.job_dir)
+    assert_window(ran.job_dir)
 
 
 def test_script_python_m_recipes_train_under_torchrun(slurm_cluster, tmp_path):
@@ -220,7 +133,7 @@ def test_script_python_m_recipes_train_under_torchrun(slurm_cluster, tmp_path):
     # each selected rank logs where its snapshot goes: the value arrived intact through bash
     for rank in RANKS:
         assert f"rank {rank}: memory snapshots go to {ran.job_dir}/snaps dir; x/mem snap $HOME 'q' \"dq\"_{rank}.pickle" in ran.logs, ran.logs
-    assert_window_traces(ran.job_dir)
+    assert_window(ran.job_dir)
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,4 +217,4 @@ def test_main_job_on_slurm(slurm_cluster, tmp_path):
     assert "Steps captured per rank: rank 0: 3-5, rank 1: 3-5" in proc.stdout, proc.stdout[-4000:]
     m = re.search(r"job directory: (\S+)", proc.stdout)
     assert m, proc.stdout
-    assert_window_traces(Path(m.group(1)))
+    assert_window(Path(m.group(1)))

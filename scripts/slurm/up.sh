@@ -1,18 +1,36 @@
 #!/usr/bin/env bash
-# Bring up a real single-node Slurm cluster (munge + MariaDB + slurmdbd + slurmctld + slurmd) on
+# Bring up a real Slurm cluster (munge + MariaDB + slurmdbd + slurmctld + one slurmd per node) on
 # this machine, for tests that drive NeMo Run's SlurmExecutor. Debian 12, run as root, no systemd.
 #
-# Idempotent: when the daemons this script started are still alive and the cluster answers, it
-# prints one line and exits 0. Otherwise it stops whatever it had started before (by recorded PID,
-# see down.sh), then starts everything again. Every PID it starts is recorded in
-# $BRIDGE_SLURM_STATE/<name>.pid; scripts/slurm/down.sh stops exactly those.
+#   up.sh [--nodes N]     N=1: the machine itself is the only node (quickest).
+#                         N>=2 (default $BRIDGE_SLURM_NODES, 2): nodes n1..nN, each slurmd in its
+#                         own network namespace (own address on a bridge of ours, see net.sh) and
+#                         own UTS namespace (`hostname` is the node name).
 #
-# Facts behind the settings: /work/shared/notes/slurm-local-cluster.md.
+# Idempotent: when the daemons this script started are still alive, in the mode asked for, and
+# the cluster answers, it prints one line and exits 0. Otherwise it stops whatever it had started
+# before (by recorded PID, see down.sh), then starts everything again. Every PID it starts is
+# recorded in $BRIDGE_SLURM_STATE/<name>[@<node>].pid; scripts/slurm/down.sh stops exactly those.
+#
+# Facts behind the settings: /work/shared/notes/slurm-local-cluster.md, slurm-multinode.md.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=env.sh
 . "$SCRIPT_DIR/env.sh"
+
+NODES="$BRIDGE_SLURM_NODES"
+while (($#)); do
+    case $1 in
+        --nodes) NODES=${2:-}; shift 2 || { echo "[slurm-up] ERROR: --nodes needs a value" >&2; exit 2; } ;;
+        --nodes=*) NODES=${1#--nodes=}; shift ;;
+        *) echo "[slurm-up] ERROR: unknown argument '$1' (usage: up.sh [--nodes N])" >&2; exit 2 ;;
+    esac
+done
+if ! [[ $NODES =~ ^[0-9]+$ ]] || ((NODES < 1 || NODES > 200)); then
+    echo "[slurm-up] ERROR: --nodes '$NODES': use a whole number from 1 to 200" >&2
+    exit 2
+fi
 
 CLUSTER="$BRIDGE_SLURM_CLUSTER"
 ACCOUNT="$BRIDGE_SLURM_ACCOUNT"
@@ -28,9 +46,10 @@ MUNGE_PID=/run/munge/munged.pid
 MARIADB_LOG="$LOG_DIR/mariadb.log"
 DB_NAME=slurm_acct_db
 DB_USER=slurm
-PACKAGES=(slurm-wlm slurmdbd munge mariadb-server)
-# Order of bring-up; down.sh uses the reverse. The name is also the process name (/proc/PID/comm).
-DAEMONS=(munged mariadbd slurmdbd slurmctld slurmd)
+PACKAGES=(slurm-wlm slurmdbd munge mariadb-server iproute2)  # iproute2: `ip` for the nodes' network
+HOST=$(hostname -s)
+# Node names: the machine's own name in single-node mode, n1..nN otherwise (net.sh maps them).
+if ((NODES == 1)); then NODE_NAMES=("$HOST"); else NODE_NAMES=(); for ((k = 1; k <= NODES; k++)); do NODE_NAMES+=("n$k"); done; fi
 
 T0=$(date +%s.%N)
 log() { echo "[slurm-up] $*"; }
@@ -63,7 +82,7 @@ wait_until() {
     shift 4
     local deadline=$(($(date +%s) + READY_TIMEOUT))
     until "$@" >/dev/null 2>&1; do
-        if [[ -n $pid ]] && ! pid_alive "$name" "$pid"; then
+        if [[ -n $pid ]] && ! pid_alive "${name%@*}" "$pid"; then
             die_with_log "$name" "$logfile" "process $pid exited before $what"
         fi
         if (($(date +%s) >= deadline)); then
@@ -74,7 +93,8 @@ wait_until() {
 }
 
 # start_daemonizing NAME PIDFILE LOGFILE CMD...: run a daemon that forks into the background and
-# writes PIDFILE; record the daemonized PID read from PIDFILE (not the launcher's).
+# writes PIDFILE; record the daemonized PID read from PIDFILE (not the launcher's) as NAME.pid.
+# NAME is the process name, with @<node> for a slurmd (slurmd@n1): one pid file per node.
 start_daemonizing() {
     local name=$1 pidfile=$2 logfile=$3
     shift 3
@@ -87,7 +107,7 @@ start_daemonizing() {
     while :; do
         pid=$(cat "$pidfile" 2>/dev/null || true)
         pid=${pid//[[:space:]]/}
-        if [[ -n $pid ]] && pid_alive "$name" "$pid"; then break; fi
+        if [[ -n $pid ]] && pid_alive "${name%@*}" "$pid"; then break; fi
         if (($(date +%s) >= deadline)); then
             die_with_log "$name" "$logfile" "no live process in $pidfile after ${READY_TIMEOUT}s"
         fi
@@ -100,19 +120,26 @@ start_daemonizing() {
 # ---------------------------------------------------------------------------------------------
 # Already up? All recorded PIDs alive, the controller answers and accounting works.
 cluster_healthy() {
-    local name pid any=0
-    for name in slurmdbd slurmctld slurmd; do
+    local name pidfile
+    [[ $(cat "$STATE_DIR/nodes" 2>/dev/null) == "$NODES" ]] || return 1
+    for name in slurmdbd slurmctld "${NODE_NAMES[@]/#/slurmd@}"; do
         [[ -f $STATE_DIR/$name.pid ]] || return 1
     done
-    for name in "${DAEMONS[@]}"; do
-        [[ -f $STATE_DIR/$name.pid ]] || continue
-        pid=$(recorded_pid "$name")
-        pid_alive "$name" "$pid" || return 1
-        any=1
+    for pidfile in "$STATE_DIR"/*.pid; do
+        pid_alive "$(pid_file_comm "$pidfile")" "$(cat "$pidfile")" || return 1
     done
-    ((any)) || return 1
     timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP' || return 1
     timeout 10 sacct -n -P -X -o JobID -S now >/dev/null 2>&1 || return 1
+    nodes_idle
+}
+
+# Every node of ours answers and is IDLE (or busy with a job: MIXED/ALLOCATED), none is DOWN.
+nodes_idle() {
+    local node state
+    for node in "${NODE_NAMES[@]}"; do
+        state=$(timeout 10 sinfo -h -n "$node" -N -o %T 2>/dev/null) || return 1
+        [[ $state =~ ^(idle|mixed|allocated)$ ]] || return 1
+    done
 }
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -120,17 +147,18 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 if [[ -d $STATE_DIR ]] && cluster_healthy; then
-    log "cluster '$CLUSTER' already up and healthy (pids in $STATE_DIR); nothing to do ($(elapsed)s)"
+    log "cluster '$CLUSTER' already up and healthy with $NODES node(s) (state in $STATE_DIR); nothing to do ($(elapsed)s)"
     exit 0
 fi
 
-# Something of ours may be half up (a daemon died, or an earlier up.sh failed): stop what we
-# recorded, by PID, so that we start from a known state.
-if compgen -G "$STATE_DIR/*.pid" >/dev/null; then
-    log "previous cluster state in $STATE_DIR is not healthy; stopping its recorded daemons"
+# Something of ours may be half up (a daemon died, an earlier up.sh failed, or another node
+# count was asked for): stop what we recorded, by PID and name, so that we start from a known state.
+if compgen -G "$STATE_DIR/*.pid" >/dev/null || [[ -f $STATE_DIR/net.list || -f $STATE_DIR/nodes ]]; then
+    log "previous cluster state in $STATE_DIR is not what was asked for or not healthy; stopping it"
     bash "$SCRIPT_DIR/down.sh"
 fi
 mkdir -p "$STATE_DIR"
+echo "$NODES" >"$STATE_DIR/nodes"
 
 # ---------------------------------------------------------------------------------------------
 # Packages.
@@ -152,7 +180,9 @@ if ((${#missing[@]})); then
         policy_rc_added=1
     fi
     apt_rc=0
-    { apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } || apt_rc=$?
+    # Lock timeout: another apt-get on the machine (a second setup script) is waited for, not fatal.
+    { apt-get update -q -o DPkg::Lock::Timeout=300 &&
+        apt-get install -y -q -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}"; } || apt_rc=$?
     if ((policy_rc_added)); then rm -f /usr/sbin/policy-rc.d; fi
     ((apt_rc == 0)) || die "apt-get failed (exit $apt_rc)"
 else
@@ -160,14 +190,20 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# Hostname: slurmd names the node after `hostname -s`, which must resolve.
-HOST=$(hostname -s)
+# Hostname: slurmctld checks SlurmctldHost against `hostname -s`, which must resolve.
 if ! getent hosts "$HOST" >/dev/null; then
     log "adding '127.0.0.1 $HOST' to /etc/hosts"
     echo "127.0.0.1 $HOST" >>/etc/hosts
 fi
 
-mkdir -p "$LOG_DIR" /var/spool/slurmctld /var/spool/slurmd /etc/slurm
+mkdir -p "$LOG_DIR" /var/spool/slurmctld /etc/slurm
+for node in "${NODE_NAMES[@]}"; do mkdir -p "/var/spool/slurmd/$node"; done
+
+# The nodes' network (namespaces, veths, bridge, /etc/hosts block).
+if ((NODES > 1)); then
+    bash "$SCRIPT_DIR/net.sh" up "$NODES"
+    CTLD_ADDR="$BRIDGE_SLURM_SUBNET.1"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # munge.
@@ -244,22 +280,35 @@ FIRST_JOB_ID=$((MAX_JOB_ID + 1))
 # Config files, written before any Slurm daemon starts (slurmd refuses a changed slurm.conf).
 NODE_LINE=$(slurmd -C | head -n 1)
 [[ $NODE_LINE == NodeName=* ]] || die "unexpected 'slurmd -C' output: $NODE_LINE"
-log "node: $NODE_LINE"
+# One line per node: the machine's CPUs/sockets/cores/threads/RealMemory for each (the nodes
+# share the machine, so keep jobs small), plus each node's own address and host name.
+NODE_LINES=""
+if ((NODES == 1)); then
+    NODE_LINES="$NODE_LINE State=UNKNOWN"
+else
+    for ((k = 1; k <= NODES; k++)); do
+        NODE_LINES+="$(sed -E "s/^NodeName=[^ ]+/NodeName=n$k NodeAddr=$BRIDGE_SLURM_SUBNET.$((10 + k)) NodeHostname=n$k/" <<<"$NODE_LINE") State=UNKNOWN"$'\n'
+    done
+fi
+log "node(s): ${NODE_NAMES[*]} ($NODE_LINE)"
 
 cat >"$SLURM_CONF.tmp" <<EOF
-# Written by scripts/slurm/up.sh; single-node cluster for tests. Rewritten on every bring-up.
+# Written by scripts/slurm/up.sh; $NODES-node cluster for tests. Rewritten on every bring-up.
 ClusterName=$CLUSTER
-SlurmctldHost=$HOST
+# The machine's own short name (slurmctld refuses to start under another one), and with several
+# nodes the bridge address where the nodes, in their own network namespaces, reach it.
+SlurmctldHost=$HOST${CTLD_ADDR:+($CTLD_ADDR)}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 StateSaveLocation=/var/spool/slurmctld
-SlurmdSpoolDir=/var/spool/slurmd
+# %n: the node name, so the slurmds of several nodes on one machine keep apart.
+SlurmdSpoolDir=/var/spool/slurmd/%n
 SlurmctldPidFile=/run/slurmctld.pid
-SlurmdPidFile=/run/slurmd.pid
+SlurmdPidFile=/run/slurmd-%n.pid
 SlurmctldLogFile=$LOG_DIR/slurmctld.log
-SlurmdLogFile=$LOG_DIR/slurmd.log
+SlurmdLogFile=$LOG_DIR/slurmd-%n.log
 SlurmctldPort=6817
 SlurmdPort=6818
 ProctrackType=proctrack/linuxproc
@@ -284,8 +333,8 @@ KillWait=5
 Waittime=0
 MailProg=/bin/true
 FirstJobId=$FIRST_JOB_ID
-# Node line from 'slurmd -C' (CPUs, sockets/cores/threads and RealMemory, so --mem requests work).
-$NODE_LINE State=UNKNOWN
+# Node line(s) from 'slurmd -C' (CPUs, sockets/cores/threads and RealMemory, so --mem requests work).
+$NODE_LINES
 PartitionName=$PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 chmod 0644 "$SLURM_CONF.tmp"
@@ -356,22 +405,41 @@ fi
 timeout 30 sacctmgr -i list runawayjobs </dev/null >/dev/null 2>&1 || true
 
 # ---------------------------------------------------------------------------------------------
-# slurmd.
-log "starting slurmd ..."
-start_daemonizing slurmd /run/slurmd.pid "$LOG_DIR/slurmd.log" /usr/sbin/slurmd
-SLURMD_PID=$STARTED_PID
-node_idle() { timeout 10 scontrol show node "$HOST" 2>/dev/null | grep -Eq 'State=IDLE( |$)'; }
-wait_until slurmd "$LOG_DIR/slurmd.log" "$SLURMD_PID" "node $HOST State=IDLE" node_idle
-log "slurmd up (pid $SLURMD_PID); node $HOST is IDLE"
+# slurmd, one per node. With several nodes each runs inside its node's network namespace through
+# nsenter (NOT `ip netns exec`: that remounts /sys and slurmd then finds no cgroup filesystem),
+# in a new UTS namespace whose host name is the node name (NeMo Run's sbatch script looks the
+# torchrun head up with `srun -w <node> hostname --ip-address`). The mount namespace is shared:
+# munge's socket, /etc/slurm and the job directories are common to all nodes, like a shared FS.
+for node in "${NODE_NAMES[@]}"; do
+    log "starting slurmd for node $node ..."
+    if ((NODES == 1)); then
+        start_daemonizing "slurmd@$node" "/run/slurmd-$node.pid" "$LOG_DIR/slurmd-$node.log" /usr/sbin/slurmd
+    else
+        # node names are n1..nN (checked above), safe inside the sh -c string
+        start_daemonizing "slurmd@$node" "/run/slurmd-$node.pid" "$LOG_DIR/slurmd-$node.log" \
+            nsenter --net="/var/run/netns/$(node_netns "$node")" unshare --uts \
+            sh -c "hostname $node && exec /usr/sbin/slurmd -N $node"
+    fi
+    log "slurmd@$node pid $STARTED_PID"
+done
+# start_daemonizing checks the process name through the pid file's name: slurmd@<node> -> slurmd
+node_pids=$(for node in "${NODE_NAMES[@]}"; do recorded_pid "slurmd@$node"; done)
+wait_until slurmd "$LOG_DIR/slurmd-${NODE_NAMES[0]}.log" "" "node(s) ${NODE_NAMES[*]} IDLE" nodes_idle
+log "slurmd up (pids $(echo $node_pids)); node(s) ${NODE_NAMES[*]} IDLE"
 
 # ---------------------------------------------------------------------------------------------
-# Smoke test.
-log "smoke test: srun -A $ACCOUNT -p $PARTITION -N1 -n2 hostname"
-if ! out=$(timeout 60 srun -A "$ACCOUNT" -p "$PARTITION" -N1 -n2 hostname </dev/null 2>&1); then
+# Smoke test: every node runs a task, and (multi-node) each reports its own host name.
+log "smoke test: srun -A $ACCOUNT -p $PARTITION -N$NODES --ntasks-per-node=2 hostname"
+if ! out=$(timeout 60 srun -A "$ACCOUNT" -p "$PARTITION" -N"$NODES" --ntasks-per-node=2 -l hostname </dev/null 2>&1); then
     echo "$out" >&2
     die_with_log slurmctld "$LOG_DIR/slurmctld.log" "smoke test srun failed"
 fi
 echo "$out" | sed 's/^/[slurm-up]   /'
-[[ $(echo "$out" | grep -c .) -eq 2 ]] || die "smoke test: expected 2 lines of output"
+[[ $(echo "$out" | grep -c .) -eq $((2 * NODES)) ]] || die "smoke test: expected $((2 * NODES)) lines of output"
+if ((NODES > 1)); then
+    seen=$(echo "$out" | awk '{ print $2 }' | sort -u | tr '\n' ' ')
+    want=$(printf '%s\n' "${NODE_NAMES[@]}" | sort -u | tr '\n' ' ')
+    [[ $seen == "$want" ]] || die "smoke test: host names '$seen', expected '$want'"
+fi
 
-log "cluster '$CLUSTER' up in $(elapsed)s (account=$ACCOUNT partition=$PARTITION, pids in $STATE_DIR)"
+log "cluster '$CLUSTER' up in $(elapsed)s: $NODES node(s) ${NODE_NAMES[*]} (account=$ACCOUNT partition=$PARTITION, state in $STATE_DIR)"

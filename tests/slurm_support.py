@@ -1,0 +1,146 @@
+"""Helpers for tests that submit real jobs to the local Slurm cluster (scripts/slurm/up.sh).
+
+Jobs go through ``run.SlurmExecutor`` with ``run.LocalTunnel`` and ``sbatch``; a finished job is
+read back as a :class:`Ran` (NeMo Run status, Slurm id, the ``sacct`` line, the job's logs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+import warnings
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import nemo_run as run
+import pytest
+
+from bridge_plugins import artifact_names
+from bridge_plugins.plugins import ProfilingPluginWarning
+from tests.support import ROOT, VENV_BIN, trace_files, trace_steps
+
+SACCT_FIELDS = "JobID,JobName,Account,State,ExitCode,Elapsed,AllocCPUS,NNodes,NodeList"
+"""The allocation's accounting line (``sacct -X``) that tests check and report."""
+
+
+def cluster_nodes() -> List[str]:
+    """The cluster's node names (``sinfo -N``), in Slurm's order."""
+    proc = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True, timeout=20)
+    return sorted(set(proc.stdout.split()), key=lambda n: (len(n), n))
+
+
+def require_nodes(count: int) -> List[str]:
+    """The node names when the cluster has at least ``count`` nodes; otherwise skip (fail under
+    CI=true, where a skipped multi-node test would let CI pass without ever running one)."""
+    nodes = cluster_nodes()
+    if len(nodes) < count:
+        why = (f"the local Slurm cluster has {len(nodes)} node(s) {nodes}, these tests need {count}: "
+               f"bring it up with 'scripts/slurm/up.sh --nodes {count}'")
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    return nodes
+
+
+def job_env(path_prefix: Optional[Path] = None, **extra: str) -> Dict[str, str]:
+    """PATH with the venv's bin first (sbatch exports it to the job), PYTHONPATH = repo root."""
+    path = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    if path_prefix is not None:
+        path = f"{path_prefix}{os.pathsep}{path}"
+    return {"PATH": path, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **extra}
+
+
+def slurm_executor(cluster, base_dir: Path, *, nodes: int = 1, ntasks_per_node: int = 2, launcher=None,
+                   env: Optional[Dict[str, str]] = None) -> run.SlurmExecutor:
+    executor = run.SlurmExecutor(
+        account=cluster["account"],
+        partition=cluster["partition"],
+        nodes=nodes,
+        ntasks_per_node=ntasks_per_node,
+        time="00:05:00",
+        # LocalTunnel copies nothing: its job_dir must be the experiments dir NeMo Run writes to.
+        tunnel=run.LocalTunnel(job_dir=str(base_dir / "experiments")),
+        packager=run.Packager(),
+        env_vars=env or job_env(),
+    )
+    if launcher is not None:
+        executor.launcher = launcher
+    return executor
+
+
+def sacct_line(slurm_id: str, fields: str = "JobID,State,ExitCode", timeout: float = 30.0) -> str:
+    """The allocation's ``sacct -X -P`` line, once sacct has a final state for it."""
+    line = ""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        proc = subprocess.run(["sacct", "-j", slurm_id, "-X", "-n", "-P", "-o", fields],
+                              capture_output=True, text=True, timeout=20)
+        line = proc.stdout.strip()
+        if line and not any(s in line for s in ("PENDING", "RUNNING", "COMPLETING")):
+            return line
+        time.sleep(1)
+    return line
+
+
+def job_logs(job_dir: Path, tail: Optional[int] = 4000) -> str:
+    """The job's log files, each cut to its last ``tail`` characters (None: whole)."""
+    return "\n".join(f"==> {p} <==\n{p.read_text(errors='replace')[-tail if tail else 0:]}"
+                     for p in sorted(job_dir.rglob("*")) if p.is_file() and p.suffix in (".out", ".log", ".err"))
+
+
+class Ran:
+    """What a finished Slurm job left: NeMo Run status, Slurm id, sacct line, job dir."""
+
+    def __init__(self, exp: run.Experiment, status: dict):
+        (self.info,) = status.values()
+        self.exp = exp
+        self.job = exp.jobs[0]
+        self.job_dir = Path(self.job.executor.job_dir)
+        self.slurm_id = str(self.info["job_id"])
+        self.sacct = sacct_line(self.slurm_id)
+        self.logs = job_logs(self.job_dir)  # tails: for failure messages
+        self.full_logs = job_logs(self.job_dir, tail=None)  # to search (multi-node torchrun logs are long)
+
+    def sbatch_text(self) -> str:
+        return Path(self.job.executor.experiment_dir, f"{self.job.executor.job_name}_sbatch.sh").read_text()
+
+    def accounting(self) -> Dict[str, str]:
+        """The allocation's SACCT_FIELDS from sacct, by name."""
+        values = sacct_line(self.slurm_id, SACCT_FIELDS).split("|")
+        return dict(zip(SACCT_FIELDS.split(","), values))
+
+    def assert_succeeded(self) -> None:
+        assert "SUCCEEDED" in str(self.info["status"]), f"NeMo Run status {self.info['status']}\n{self.logs}"
+        assert re.fullmatch(r"\d+", self.slurm_id), self.info
+        assert self.sacct == f"{self.slurm_id}|COMPLETED|0:0", f"sacct: {self.sacct!r}\n{self.logs}"
+
+
+def run_on_slurm(base_dir: Path, task, executor, plugins, name: str = "tiny_gpt") -> Ran:
+    """Submit through sbatch, wait for the end (Experiment.__exit__), read the final status."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ProfilingPluginWarning)  # CPU: nsys/memory history warn; fine
+        with run.Experiment("slurmtest", base_dir=str(base_dir), enable_goodbye_message=False, log_level="WARN") as exp:
+            exp.add(task, executor=executor, plugins=plugins, name=name)
+            exp.run(detach=False)
+    return Ran(exp, exp.status(return_dict=True))
+
+
+def assert_window_traces(output_dir: Path, ranks: Sequence[int], start: int, end: int) -> None:
+    """Exactly one trace per selected rank, distinct names, each holding exactly steps start..end-1."""
+    files = trace_files(output_dir)
+    assert sorted(files) == sorted(ranks), files
+    names = [p.name for paths in files.values() for p in paths]
+    assert len(names) == len(set(names)) == len(ranks), names
+    for rank, paths in files.items():
+        name = artifact_names.torch_trace_stem(rank, start, end - 1, environ={}) + artifact_names.TORCH_TRACE_SUFFIX
+        assert [p.name for p in paths] == [name]
+        assert trace_steps(paths[0]) == set(range(start, end)), (rank, trace_steps(paths[0]))
+
+
+def read_placements(record_dir: Path) -> List[dict]:
+    """The records tests/slurm_job.py's job wrote, one per process, sorted by global rank."""
+    records = [json.loads(p.read_text()) for p in sorted(Path(record_dir).glob("placement.*.json"))]
+    return sorted(records, key=lambda r: int(r["rank"]))
