@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+_INT64_LIMIT = 2**63
 _GPU_SYNC_NAMES = ("Event Sync", "Context Sync")  # device-side waits: HTA counts them as neither side
 
 
@@ -66,17 +67,26 @@ class Collector:
         return i
 
     def on_event(self, e: Dict) -> None:
+        self.data.events += 1
+        try:
+            self._event(e)
+        except OverflowError:  # ts/dur past float range: not a real event (checked before any append)
+            pass
+
+    def _event(self, e: Dict) -> None:
         d = self.data
-        d.events += 1
         if e.get("ph") != "X" or e.get("cat") in (None, "Trace"):
             return
         ts, dur = e.get("ts"), e.get("dur")
         if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
             return
+        ts, dur = float(ts), float(dur)
         name = str(e.get("name", ""))
         args = e.get("args")
         args = args if isinstance(args, dict) else {}
         corr = _int(args.get("correlation"))
+        if corr >= _INT64_LIMIT:
+            return  # no launch has such an id, and it would not fit the arrays
         if _int(args.get("stream")) >= 0 and corr >= 0:
             d.gpu_ts.append(ts)
             d.gpu_dur.append(dur)
