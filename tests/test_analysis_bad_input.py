@@ -62,6 +62,9 @@ def test_empty_job_directory_and_missing_path(tmp_path):
     assert_clean_error(cli("summary", tmp_path), str(tmp_path), "no profiling artifacts")
     assert_clean_error(cli("summary", tmp_path / "nope"), "nope", "no such file")
     assert_clean_error(cli("compare", tmp_path, J128[0]), str(tmp_path), "no profiling artifacts")
+    chakra = tmp_path / "rank0_steps1-2.chakra.json"
+    chakra.write_text("{}")
+    assert_clean_error(cli("summary", chakra), str(chakra), "Chakra execution trace")
 
 
 def test_job_with_one_bad_and_one_oddly_named_trace_still_summarizes_the_good_one(tmp_path):
