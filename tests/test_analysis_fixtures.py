@@ -126,3 +126,10 @@ def test_compare_cli_job_directories_and_json(tmp_path):
     assert json.loads(proc.stdout)["gpu_delta"]["computation_us"] == pytest.approx(271973 - 210320)
     proc = cli("compare", tmp_path / "base", tmp_path / "new")
     assert proc.returncode == 0 and "GPU kernels that got slower" in proc.stdout and "step time" in proc.stdout
+
+
+def test_analysis_imports_neither_torch_nor_nemo_run():
+    code = "import sys, bridge_plugins.analysis, bridge_plugins.cli.summary, bridge_plugins.cli.compare; " \
+           "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nemo_run')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

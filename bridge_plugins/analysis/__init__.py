@@ -5,7 +5,8 @@ and :class:`NothingToRead` (no input could be read). Imports neither torch nor n
 runs on a login node with only the files.
 """
 
+from bridge_plugins.analysis.compare import compare
 from bridge_plugins.analysis.job import NothingToRead
 from bridge_plugins.analysis.summarize import SCHEMA, summarize
 
-__all__ = ["SCHEMA", "NothingToRead", "summarize"]
+__all__ = ["SCHEMA", "NothingToRead", "compare", "summarize"]
