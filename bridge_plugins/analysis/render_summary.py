@@ -39,16 +39,22 @@ def step_ranges(steps: List[int]) -> str:
 
 
 def _ranks_table(s: Dict) -> Table:
-    t = Table(title="Per rank: steps (ms) and GPU time (ms, share of the GPU span)", title_justify="left")
-    for col in ("rank", "steps", "step min", "median", "max", "GPU span", "computation", "communication", "memcpy/set", "idle"):
+    gpu = any(tr["gpu"] for tr in s["traces"])  # CPU-only traces: no GPU columns
+    t = Table(title="Per rank: steps (ms)" + (" and GPU time (ms, share of the GPU span)" if gpu else ""),
+              title_justify="left")
+    cols = ["rank", "steps", "step min", "median", "max"]
+    cols += ["GPU span", "computation", "communication", "memcpy/set", "idle"] if gpu else []
+    for col in cols:
         t.add_column(col, justify="left" if col in ("rank", "steps") else "right")
     for tr in s["traces"]:
         st, g = tr["steps"], tr["gpu"] or {}
-        span = g.get("span_us")
-        shares = [f"{ms(g.get(k))} ({pct(g.get(k), span)})" if g else "-" for k in
-                  ("computation_us", "communication_us", "memory_us", "idle_us")]
-        t.add_row(str(tr["rank"]), step_ranges(st["captured"]), ms(st["min_us"]), ms(st["median_us"]), ms(st["max_us"]),
-                  ms(span) if g else "no GPU events", *shares)
+        row = [str(tr["rank"]), step_ranges(st["captured"]), ms(st["min_us"]), ms(st["median_us"]), ms(st["max_us"])]
+        if gpu:
+            span = g.get("span_us")
+            row += [ms(span) if g else "no GPU events"] + [
+                f"{ms(g.get(k))} ({pct(g.get(k), span)})" if g else "-"
+                for k in ("computation_us", "communication_us", "memory_us", "idle_us")]
+        t.add_row(*row)
     return t
 
 
