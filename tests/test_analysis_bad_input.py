@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -132,3 +133,10 @@ def test_snapshot_in_another_format_does_not_stop_the_summary(tmp_path):
 
 def test_bad_top_is_a_usage_error(tmp_path):
     assert_clean_error(cli("summary", J128[0], "--top", "0"), "--top 0")
+
+
+def test_fifo_is_refused_not_read_and_a_file_named_twice_counts_once(tmp_path):
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)
+    assert_clean_error(cli("summary", fifo), str(fifo), "not a regular file")
+    assert len(summarize([J128[0], J128[0]])["traces"]) == 1

@@ -59,6 +59,8 @@ def find_inputs(paths: Sequence[Union[str, Path]]) -> Inputs:
             _from_directory(p, found)
         elif not p.exists():
             found.problem(p, "no such file or directory")
+        elif not p.is_file():  # a FIFO or device would block the read forever
+            found.problem(p, "not a regular file")
         elif getattr(artifact_names.parse(p), "kind", None) == "chakra_trace":
             found.problem(p, "a Chakra execution trace (operator graph), not a Chrome trace with times")
         elif p.name.endswith(_TRACE_ENDINGS):
@@ -67,6 +69,8 @@ def find_inputs(paths: Sequence[Union[str, Path]]) -> Inputs:
             found.snapshots.append(p)
         else:
             found.problem(p, "not a trace (.json, .json.gz) or a memory snapshot (.pickle)")
+    found.traces = list(dict.fromkeys(found.traces))  # a file named twice (or in a directory also named) counts once
+    found.snapshots = list(dict.fromkeys(found.snapshots))
     if not found.traces and not found.snapshots:
         raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems) or "no input given")
     return found
