@@ -6,59 +6,15 @@ torch nor nemo_run: it only reads files.
 
 from __future__ import annotations
 
-import gzip
-import json
-import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from bridge_plugins import artifact_names
+from bridge_plugins.analysis import NothingToRead, summarize
+from bridge_plugins.analysis.render_summary import step_ranges, to_text
 from bridge_plugins.artifact_names import DEFAULT_SNAPSHOT_NAME
 from bridge_plugins.runtime.artifacts import human_size
-
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
-
-
-def load_trace(path: Path) -> dict:
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt") as f:
-        return json.load(f)
-
-
-def steps_in_trace(trace: dict) -> List[int]:
-    """Global step numbers of the ProfilerStep#N annotations, sorted."""
-    return sorted({int(m.group(1)) for e in trace.get("traceEvents", []) if (m := _STEP.match(str(e.get("name", ""))))})
-
-
-def top_ops(trace: dict, n: int = 10) -> List[Tuple[str, float, int]]:
-    """Operators by total self time (us): (name, self_us, calls), CPU ops and GPU kernels.
-
-    Self time is an event's duration minus the durations of the events nested directly inside
-    it on the same thread (Chrome-trace complete events, ``ph == "X"``).
-    """
-    by_thread: Dict[tuple, list] = defaultdict(list)
-    for e in trace.get("traceEvents", []):
-        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "kernel", "gpu_memcpy", "gpu_memset") and "dur" in e:
-            by_thread[(e.get("pid"), e.get("tid"))].append(e)
-    self_us: Dict[str, float] = defaultdict(float)
-    calls: Dict[str, int] = defaultdict(int)
-    for events in by_thread.values():
-        events.sort(key=lambda e: (e["ts"], -e["dur"]))
-        stack: List[list] = []  # [end, name, child_total, dur]
-        for e in events:
-            while stack and e["ts"] >= stack[-1][0]:
-                end, name, child, dur = stack.pop()
-                self_us[name] += max(dur - child, 0.0)
-            if stack:
-                stack[-1][2] += e["dur"]
-            stack.append([e["ts"] + e["dur"], e["name"], 0.0, e["dur"]])
-            calls[e["name"]] += 1
-        for end, name, child, dur in stack:
-            self_us[name] += max(dur - child, 0.0)
-    ranked = sorted(self_us.items(), key=lambda kv: -kv[1])[:n]
-    return [(name, us, calls[name]) for name, us in ranked]
 
 
 @dataclass
@@ -68,6 +24,7 @@ class Artifacts:
     traces: Dict[int, List[Path]] = field(default_factory=dict)
     memory: Dict[int, List[Path]] = field(default_factory=dict)
     nsys: List[Path] = field(default_factory=list)
+    skipped: List[Path] = field(default_factory=list)  # look like traces, but not a name we write
 
 
 def find_artifacts(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME) -> Artifacts:
@@ -75,6 +32,8 @@ def find_artifacts(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_N
     found = Artifacts()
     for p in sorted(Path(job_dir).rglob("*")):
         name = artifact_names.parse(p, Path(memory_snapshot_path).name)
+        if name is None and p.name.endswith(artifact_names.TORCH_TRACE_SUFFIX) and not p.name.startswith("."):
+            found.skipped.append(p)
         if name is None or not p.is_file():
             continue
         if name.kind == "torch_trace":
@@ -87,28 +46,39 @@ def find_artifacts(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_N
 
 
 def report(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top: int = 10) -> Tuple[str, Optional[Dict[int, List[int]]]]:
-    """A human-readable summary of a job's artifacts, and the steps captured per rank."""
+    """A human-readable summary of a job's artifacts, and the steps captured per rank.
+
+    The figures come from :func:`bridge_plugins.analysis.summarize` (``bridge-plugins summary``);
+    a file it cannot read is listed with the reason instead of failing the whole report.
+    """
     arts = find_artifacts(job_dir, memory_snapshot_path)
+    try:
+        summary = summarize([p for paths in arts.traces.values() for p in paths], top=top) if arts.traces else None
+    except NothingToRead:
+        summary = None
+    by_file = {t["file"]: t for t in (summary or {}).get("traces", [])}
+    problems = {x["file"]: x["error"] for x in (summary or {}).get("problems", [])}
     lines: List[str] = []
     steps: Dict[int, List[int]] = {}
-    first_trace = None
     for rank in sorted(set(arts.traces) | set(arts.memory)):
         for p in arts.traces.get(rank, []):
-            trace = load_trace(p)
-            steps[rank] = steps_in_trace(trace)
-            first_trace = first_trace or trace
-            lines.append(f"  rank {rank}: {p}  ({human_size(p.stat().st_size)}), steps captured: {_ranges(steps[rank])}")
+            t = by_file.get(str(p))
+            if t is None:
+                lines.append(f"  rank {rank}: {p}  unreadable: {problems.get(str(p), 'could not be read')}")
+                continue
+            steps[rank] = t["steps"]["captured"]
+            lines.append(f"  rank {rank}: {p}  ({human_size(p.stat().st_size)}), steps captured: {step_ranges(steps[rank])}")
         for p in arts.memory.get(rank, []):
             lines.append(f"  rank {rank}: {p}  ({human_size(p.stat().st_size)}), memory snapshot")
     for p in arts.nsys:
         lines.append(f"  nsys: {p}  ({human_size(p.stat().st_size)})")
+    for p in arts.skipped:
+        lines.append(f"  skipped {p}: not a trace name bridge-plugins writes (rank<R>_steps<A>-<B>...)")
     if not lines:
         lines.append(f"  (no profiling artifacts under {job_dir})")
     out = ["Artifacts:"] + lines
-    if first_trace is not None:
-        rank0 = min(arts.traces)
-        out += ["", f"Top operators by self time (rank {rank0}, all captured steps):"]
-        out += [f"  {us / 1000:9.2f} ms  {n:6d} calls  {name}" for name, us, n in top_ops(first_trace, top)]
+    if by_file:
+        out += ["", to_text(summary).rstrip()]
     out += ["", "How to open them:"]
     if arts.traces:
         tdir = next(iter(arts.traces.values()))[0].parent
@@ -123,10 +93,3 @@ def report(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top
         out.append("  nsys reports: nsys-ui <file>.nsys-rep, or nsys stats <file>.nsys-rep")
     return "\n".join(out), steps
 
-
-def _ranges(steps: List[int]) -> str:
-    if not steps:
-        return "none"
-    if steps == list(range(steps[0], steps[-1] + 1)):
-        return f"{steps[0]}-{steps[-1]}" if len(steps) > 1 else str(steps[0])
-    return ",".join(map(str, steps))

@@ -14,6 +14,8 @@ import sys
 from typing import List, Optional
 
 SUBCOMMANDS = [
+    "summary",
+    "compare",
     # "summary", "compare", "memory", "report", "trigger": each bridge_plugins/cli/<name>.py
     "memory",
 ]

@@ -1,0 +1,93 @@
+"""``compare(base, new)``: what changed between two runs (job directories or traces).
+
+Two runs rarely capture the same number of steps or ranks, so op and kernel times are compared
+per rank-step: each run's total over its traces divided by the steps its traces captured (summed
+over ranks). When a trace has no ProfilerStep spans, both runs are compared per trace instead
+(``normalized`` says which). Step time is the median across a run's traces of their median step.
+The GPU breakdown of each run is the mean over its traces, side by side.
+
+Schema (``"schema": "bridge-plugins.compare/1"``, microseconds)::
+
+    {"schema", "normalized": "per rank-step" | "per trace",
+     "base"/"new": {"inputs": [str], "traces": int, "rank_steps": int, "step_median_us": float | None,
+                    "gpu": None | {span_us, computation_us, communication_us, memory_us, idle_us,
+                                   communication_total_us}},
+     "step_delta_us": float | None, "step_delta_pct": float | None,
+     "gpu_delta": None | {same keys: new - base},
+     "ops_regressions"/"ops_improvements"/"kernels_regressions"/"kernels_improvements": [
+        {"name", "base_us", "new_us", "delta_us", "base_calls", "new_calls", "delta_calls"}],
+     "problems": [{"file", "error", "run": "base" | "new"}]}
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Dict, List, Optional
+
+from bridge_plugins.analysis.summarize import summarize
+
+SCHEMA = "bridge-plugins.compare/1"
+GPU_KEYS = ("span_us", "computation_us", "communication_us", "memory_us", "idle_us", "communication_total_us")
+
+
+def _run_figures(s: Dict, per_step: bool) -> Dict:
+    traces = s["traces"]
+    medians = [t["steps"]["median_us"] for t in traces if t["steps"]["median_us"] is not None]
+    gpus = [t["gpu"] for t in traces if t["gpu"]]
+    rank_steps = sum(t["steps"]["count"] for t in traces)
+    return {
+        "inputs": s["inputs"],
+        "traces": len(traces),
+        "rank_steps": rank_steps,
+        "step_median_us": statistics.median(medians) if medians else None,
+        "gpu": {k: statistics.fmean(g[k] for g in gpus) for k in GPU_KEYS} if gpus else None,
+        "_divisor": (rank_steps if per_step else len(traces)) or 1,
+    }
+
+
+def _table(s: Dict, key: str, value: str, divisor: int) -> Dict[str, List[float]]:
+    rows: Dict[str, List[float]] = defaultdict(lambda: [0.0, 0.0])
+    for t in s["traces"]:
+        for r in t[key]:
+            rows[r["name"]][0] += r[value] / divisor
+            rows[r["name"]][1] += r["calls"] / divisor
+    return rows
+
+
+def _deltas(base: Dict, new: Dict, key: str, value: str, bd: int, nd: int, top: Optional[int]):
+    b, n = _table(base, key, value, bd), _table(new, key, value, nd)
+    rows = []
+    for name in set(b) | set(n):
+        (bu, bc), (nu, nc) = b.get(name, (0.0, 0.0)), n.get(name, (0.0, 0.0))
+        rows.append({"name": name, "base_us": bu, "new_us": nu, "delta_us": nu - bu,
+                     "base_calls": bc, "new_calls": nc, "delta_calls": nc - bc})
+    worse = sorted((r for r in rows if r["delta_us"] > 0), key=lambda r: (-r["delta_us"], r["name"]))
+    better = sorted((r for r in rows if r["delta_us"] < 0), key=lambda r: (r["delta_us"], r["name"]))
+    return worse[:top] if top else worse, better[:top] if top else better
+
+
+def compare(base_paths, new_paths, top: Optional[int] = 10) -> Dict:
+    """The comparison dict (module docstring). Raises NothingToRead if either run has nothing readable."""
+    base, new = summarize(base_paths, top=None), summarize(new_paths, top=None)
+    per_step = all(t["steps"]["count"] for t in base["traces"] + new["traces"])
+    fb, fn = _run_figures(base, per_step), _run_figures(new, per_step)
+    bd, nd = fb.pop("_divisor"), fn.pop("_divisor")
+    ops_worse, ops_better = _deltas(base, new, "top_cpu_ops", "self_us", bd, nd, top)
+    k_worse, k_better = _deltas(base, new, "top_gpu_kernels", "total_us", bd, nd, top)
+    step_delta = None if fb["step_median_us"] is None or fn["step_median_us"] is None else (
+        fn["step_median_us"] - fb["step_median_us"])
+    return {
+        "schema": SCHEMA,
+        "normalized": "per rank-step" if per_step else "per trace",
+        "base": fb,
+        "new": fn,
+        "step_delta_us": step_delta,
+        "step_delta_pct": None if step_delta is None or not fb["step_median_us"] else 100 * step_delta / fb["step_median_us"],
+        "gpu_delta": {k: fn["gpu"][k] - fb["gpu"][k] for k in GPU_KEYS} if fb["gpu"] and fn["gpu"] else None,
+        "ops_regressions": ops_worse,
+        "ops_improvements": ops_better,
+        "kernels_regressions": k_worse,
+        "kernels_improvements": k_better,
+        "problems": [{**p, "run": "base"} for p in base["problems"]] + [{**p, "run": "new"} for p in new["problems"]],
+    }

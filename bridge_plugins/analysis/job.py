@@ -1,0 +1,76 @@
+"""Which files to read: a job directory's artifacts (by :mod:`bridge_plugins.artifact_names`) or files named.
+
+In a directory, our traces and snapshots are recognised by the names the writer gives them.
+Files that look like a trace but whose name we do not recognise (renamed, half-written, another
+tool's) are skipped with a message rather than guessed at. Files named explicitly are taken as
+they are: ``*.json``/``*.json.gz`` as traces, ``*.pickle``/``*.pkl`` as memory snapshots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Union
+
+from bridge_plugins import artifact_names
+
+_TRACE_ENDINGS = (".json", ".json.gz")
+_SNAPSHOT_ENDINGS = (".pickle", ".pkl")
+
+
+class NothingToRead(Exception):
+    """No input could be read at all: ``str(e)`` is the one-line reason."""
+
+
+@dataclass
+class Inputs:
+    """Traces and snapshots to read, and a one-line problem per file or path that was skipped."""
+
+    traces: List[Path] = field(default_factory=list)
+    snapshots: List[Path] = field(default_factory=list)
+    problems: List[Dict[str, str]] = field(default_factory=list)
+
+    def problem(self, path: Union[str, Path], error: str) -> None:
+        self.problems.append({"file": str(path), "error": error})
+
+
+def _from_directory(job_dir: Path, found: Inputs) -> None:
+    before = len(found.traces) + len(found.snapshots)
+    for p in sorted(job_dir.rglob("*")):
+        if not p.is_file():
+            continue
+        name = artifact_names.parse(p)
+        if name is not None and name.kind == "torch_trace":
+            found.traces.append(p)
+        elif name is not None and name.kind in ("memory_snapshot", "oom_snapshot"):
+            found.snapshots.append(p)
+        elif name is None and p.name.endswith((".pt.trace.json.gz", ".pt.trace.json")):
+            found.problem(p, "skipped: not a trace name bridge-plugins writes (rank<R>_steps<A>-<B>...)")
+    if len(found.traces) + len(found.snapshots) == before:
+        found.problem(job_dir, "no profiling artifacts (traces or memory snapshots) in this directory")
+
+
+def find_inputs(paths: Sequence[Union[str, Path]]) -> Inputs:
+    """Sort job directories and files into traces and snapshots. Raises NothingToRead if none."""
+    found = Inputs()
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            _from_directory(p, found)
+        elif not p.exists():
+            found.problem(p, "no such file or directory")
+        elif p.name.endswith(_TRACE_ENDINGS):
+            found.traces.append(p)
+        elif p.name.endswith(_SNAPSHOT_ENDINGS):
+            found.snapshots.append(p)
+        else:
+            found.problem(p, "not a trace (.json, .json.gz) or a memory snapshot (.pickle)")
+    if not found.traces and not found.snapshots:
+        raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems) or "no input given")
+    return found
+
+
+def rank_from_name(path: Path) -> Optional[int]:
+    """The rank in one of our trace names, or None."""
+    name = artifact_names.parse(path)
+    return name.rank if name is not None and name.kind == "torch_trace" else None

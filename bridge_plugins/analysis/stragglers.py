@@ -1,0 +1,73 @@
+"""Which rank holds the others back, and which ranks wait on it.
+
+In a synchronous data-parallel job every rank waits at each collective for the slowest one. The
+slow rank shows as more step time or more computation than the others; the ranks that wait show
+as more time inside communication kernels (an all-reduce that cannot finish until the slow rank
+joins). So, among traces of the same steps:
+
+- a **straggler** is a rank whose median step time or computation time exceeds the median across
+  ranks by more than ``THRESHOLD`` (10 %);
+- the ranks **waiting** on stragglers are the other ranks whose communication time (all time a
+  communication kernel runs) is at or above the median across ranks.
+
+Traces are compared only with traces that captured the same steps (a restarted or on-demand window
+is its own group); a group of one rank has no stragglers.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Dict, List, Optional
+
+THRESHOLD = 0.10
+
+
+def _excess(value: Optional[float], median: Optional[float]) -> Optional[float]:
+    """How far above the median, as a fraction of it (None where either is missing or 0)."""
+    if value is None or not median:
+        return None
+    return value / median - 1.0
+
+
+def _median(values: List[Optional[float]]) -> Optional[float]:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def cross_rank(traces: List[Dict]) -> List[Dict]:
+    """The cross-rank table per group of traces with the same steps (summary's ``cross_rank``)."""
+    groups: Dict[tuple, List[Dict]] = defaultdict(list)
+    for t in traces:
+        groups[tuple(t["steps"]["captured"])].append(t)
+    out = []
+    for steps, members in sorted(groups.items()):
+        rows = [
+            {
+                "rank": t["rank"],
+                "file": t["file"],
+                "step_median_us": t["steps"]["median_us"],
+                "computation_us": (t["gpu"] or {}).get("computation_us"),
+                "communication_total_us": (t["gpu"] or {}).get("communication_total_us"),
+            }
+            for t in sorted(members, key=lambda t: (t["rank"], t["file"]))
+        ]
+        medians = {k: _median([r[k] for r in rows]) for k in ("step_median_us", "computation_us", "communication_total_us")}
+        for r in rows:
+            r["step_vs_median"] = _excess(r["step_median_us"], medians["step_median_us"])
+            r["computation_vs_median"] = _excess(r["computation_us"], medians["computation_us"])
+            r["communication_vs_median"] = _excess(r["communication_total_us"], medians["communication_total_us"])
+            reasons = [k for k in ("step", "computation") if (r[f"{k}_vs_median"] or 0.0) > THRESHOLD]
+            r["straggler"] = len(rows) > 1 and bool(reasons)
+            r["straggler_reasons"] = reasons if r["straggler"] else []
+        stragglers = [r["rank"] for r in rows if r["straggler"]]
+        waiting = [
+            r["rank"]
+            for r in rows
+            if stragglers and not r["straggler"] and r["communication_vs_median"] is not None
+            and r["communication_vs_median"] >= 0.0
+        ]
+        for r in rows:
+            r["waiting"] = r["rank"] in waiting
+        out.append({"steps": list(steps), "medians": medians, "ranks": rows, "stragglers": stragglers, "waiting": waiting})
+    return out

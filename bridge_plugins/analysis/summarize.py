@@ -1,0 +1,135 @@
+"""``summarize(paths)``: every figure of ``bridge-plugins summary``, as one JSON-ready dict.
+
+Schema (``"schema": "bridge-plugins.summary/1"``; times in microseconds, floats; None where a
+figure does not apply). The terminal tables, the HTML report and ``compare`` all read this dict::
+
+    {
+      "schema": "bridge-plugins.summary/1",
+      "inputs": [str],                      # paths as given
+      "traces": [                           # one per trace file read, by rank then file
+        {
+          "file": str, "rank": int,
+          "rank_source": "distributedInfo" | "file name" | "none (numbered in input order)",
+          "world_size": int | None, "events": int,
+          "steps": {"captured": [int], "count": int, "min_us", "median_us", "max_us": float | None,
+                    "note": str | None},    # note says why there are no step times
+          "gpu": None | {                   # None: a CPU-only trace
+            "span_us", "computation_us", "communication_us", "memory_us", "idle_us",
+            "communication_total_us": float, "gpu_events": int, "gpu_events_dropped": int},
+          "top_cpu_ops": [{"name", "self_us", "total_us", "calls"}],      # by self_us
+          "top_gpu_kernels": [{"name", "type", "total_us", "calls"}],     # by total_us; type is
+                                            # computation | communication | memory | other
+        }
+      ],
+      "cross_rank": [                       # per group of traces that captured the same steps
+        {"steps": [int], "medians": {"step_median_us", "computation_us", "communication_total_us"},
+         "ranks": [{"rank", "file", "step_median_us", "computation_us", "communication_total_us",
+                    "step_vs_median", "computation_vs_median", "communication_vs_median",  # fraction
+                    "straggler": bool, "straggler_reasons": ["step" | "computation"], "waiting": bool}],
+         "stragglers": [int], "waiting": [int]}
+      ],
+      "memory": None | {"snapshots": [str], ...},  # see _memory(); filled by analysis.memory if present
+      "problems": [{"file": str, "error": str}],   # files skipped, one line each
+    }
+
+See gpu_breakdown (the split and its definitions), stragglers (who is one), steps and ops.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Union
+
+from bridge_plugins.analysis import gpu_breakdown, ops
+from bridge_plugins.analysis.collect import Collector
+from bridge_plugins.analysis.job import Inputs, NothingToRead, find_inputs, rank_from_name
+from bridge_plugins.analysis.steps import step_stats
+from bridge_plugins.analysis.stragglers import cross_rank
+from bridge_plugins.analysis.trace_reader import TraceError, read_trace
+
+SCHEMA = "bridge-plugins.summary/1"
+
+
+def _rank(header: Dict, path: Path):
+    info = header.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), (int, float)):
+        world = info.get("world_size")
+        return int(info["rank"]), "distributedInfo", int(world) if isinstance(world, (int, float)) else None
+    rank = rank_from_name(path)
+    return (rank, "file name", None) if rank is not None else (None, "none (numbered in input order)", None)
+
+
+def summarize_trace(path: Path, top: Optional[int] = 10) -> Dict:
+    """One trace's entry (see the schema). Raises TraceError for an unreadable file."""
+    c = Collector()
+    read_trace(path, c.on_header, c.on_event)
+    d = c.data
+    rank, source, world = _rank(d.header, path)
+    types = [gpu_breakdown.kernel_type(n) for n in d.names]
+    keep = gpu_breakdown.kept_gpu_events(d)
+    return {
+        "file": str(path),
+        "rank": rank,
+        "rank_source": source,
+        "world_size": world,
+        "events": d.events,
+        "steps": step_stats(d.steps),
+        "gpu": gpu_breakdown.breakdown(d, keep, types),
+        "top_cpu_ops": ops.top(ops.cpu_ops(d), "self_us", top),
+        "top_gpu_kernels": ops.top(ops.gpu_kernels(d, keep, types), "total_us", top),
+    }
+
+
+def _memory(snapshots: List[Path], found: Inputs) -> Optional[Dict]:
+    """Hook for the memory analysis (bridge_plugins.analysis.memory), used when that module exists.
+
+    It is called as ``memory.summarize_snapshots(paths) -> dict`` and its dict is merged in; a
+    snapshot it cannot read must be reported by it in the returned ``problems`` list.
+    """
+    if not snapshots:
+        return None
+    out: Dict = {"snapshots": [str(p) for p in snapshots]}
+    try:
+        memory = importlib.import_module("bridge_plugins.analysis.memory")
+    except ImportError:
+        return out
+    result = memory.summarize_snapshots(snapshots)
+    found.problems.extend(result.pop("problems", []))
+    out.update(result)
+    return out
+
+
+def summarize(paths: Sequence[Union[str, Path]], top: Optional[int] = 10) -> Dict:
+    """The summary dict (module docstring) of job directories and/or trace and snapshot files.
+
+    Files that cannot be read are listed in ``problems`` and the rest are summarized. Raises
+    job.NothingToRead when no input could be read at all. ``top=None`` keeps every op and kernel.
+    """
+    found = find_inputs(paths)
+    traces = []
+    for p in found.traces:
+        try:
+            traces.append(summarize_trace(p, top))
+        except TraceError as e:
+            found.problem(p, str(e).removeprefix(f"{p}: "))
+    used = {t["rank"] for t in traces}
+    next_rank = 0
+    for t in traces:  # a trace with no rank anywhere gets the lowest free number
+        if t["rank"] is None:
+            while next_rank in used:
+                next_rank += 1
+            t["rank"] = next_rank
+            used.add(next_rank)
+    traces.sort(key=lambda t: (t["rank"], t["file"]))
+    memory = _memory(found.snapshots, found)
+    if not traces and memory is None:
+        raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems))
+    return {
+        "schema": SCHEMA,
+        "inputs": [str(p) for p in paths],
+        "traces": traces,
+        "cross_rank": cross_rank(traces),
+        "memory": memory,
+        "problems": found.problems,
+    }

@@ -1,0 +1,40 @@
+"""``bridge-plugins compare BASE NEW [--json] [--top N]``: step time, op and kernel deltas, both GPU breakdowns.
+
+BASE and NEW are each a job directory or a trace file. Exit status 2 when either has nothing
+readable; files skipped are listed on stderr and in the JSON's ``problems``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from bridge_plugins.analysis import NothingToRead
+from bridge_plugins.analysis.compare import compare
+from bridge_plugins.analysis.render_compare import print_compare
+from bridge_plugins.analysis.render_summary import console
+from bridge_plugins.cli import UsageError
+from bridge_plugins.cli.summary import print_problems
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("compare", help="what changed between two runs", description=__doc__.split("\n\n")[0])
+    p.add_argument("base", metavar="BASE", help="the reference run: a job directory or a trace file")
+    p.add_argument("new", metavar="NEW", help="the run to compare with it")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/compare.py)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="rows per regressions/improvements table (default 10)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    if args.top < 1:
+        raise UsageError(f"--top {args.top}: give a positive number of rows")
+    try:
+        c = compare([args.base], [args.new], top=args.top)
+    except NothingToRead as e:
+        raise UsageError(str(e)) from None
+    if args.json:
+        print(json.dumps(c, indent=1))
+    else:
+        print_compare(c, console())
+    print_problems(c["problems"], "compare")
+    return 0

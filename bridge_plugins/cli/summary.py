@@ -1,0 +1,43 @@
+"""``bridge-plugins summary PATH... [--json] [--top N]``: what a job's traces say, per rank and across ranks.
+
+Exit status: 0 when at least one file was summarized (files that could not be read are listed, one
+line each, on stderr and in the JSON's ``problems``); 2 when nothing could be read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from bridge_plugins.analysis import NothingToRead, summarize
+from bridge_plugins.analysis.render_summary import console, print_summary
+from bridge_plugins.cli import UsageError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("summary", help="step times, GPU time breakdown, top ops and kernels, stragglers",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a job directory, or trace (.json/.json.gz) and snapshot files")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/summarize.py)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="rows in the operator and kernel tables (default 10)")
+    p.set_defaults(run=run)
+
+
+def print_problems(problems, command: str) -> None:
+    for x in problems:
+        print(f"bridge-plugins {command}: skipped {x['file']}: {x['error']}", file=sys.stderr)
+
+
+def run(args) -> int:
+    if args.top < 1:
+        raise UsageError(f"--top {args.top}: give a positive number of rows")
+    try:
+        s = summarize(args.paths, top=args.top)
+    except NothingToRead as e:
+        raise UsageError(str(e)) from None
+    if args.json:
+        print(json.dumps(s, indent=1))
+    else:
+        print_summary(s, console())
+    print_problems(s["problems"], "summary")
+    return 0
