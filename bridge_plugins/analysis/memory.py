@@ -142,3 +142,21 @@ def summarize_snapshot(path: Union[str, Path], top_sites: Optional[int] = TOP_SI
 def main_device(summary: dict) -> Optional[dict]:
     """The device with the highest allocated peak: the one a per-rank snapshot is about."""
     return max(summary["devices"], key=lambda d: d["peak_allocated"], default=None)
+
+
+def summarize_snapshots(paths: Iterable[Union[str, Path]]) -> dict:
+    """What ``analysis.summarize`` merges into its ``memory`` entry: ``{"files": [summary + "rank"],
+    "problems": [{"file", "error"}]}``; a file that is not a snapshot is a problem, not a failure."""
+    from bridge_plugins import artifact_names
+
+    files, problems = [], []
+    for path in paths:
+        try:
+            summary = summarize_snapshot(path)
+        except SnapshotFormatError as e:
+            problems.append({"file": str(path), "error": str(e).removeprefix(f"{path}: ")})
+            continue
+        name = artifact_names.parse(path)
+        summary["rank"] = name.rank if name is not None else None
+        files.append(summary)
+    return {"files": files, "problems": problems}

@@ -18,6 +18,7 @@ SUBCOMMANDS = [
     "compare",
     # "summary", "compare", "memory", "report", "trigger": each bridge_plugins/cli/<name>.py
     "memory",
+    "report",
 ]
 
 
