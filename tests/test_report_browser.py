@@ -183,6 +183,14 @@ def _num(node, key="data-value"):
     return float(node.attrs[key])
 
 
+def test_overview_median_step(rendered):
+    import statistics
+
+    want = statistics.median(t["steps"]["median_us"] for t in rendered["summary"]["traces"])
+    node = rendered["dom"].find_all("div", cls="median-step")[0]
+    assert _num(node) == want and fmt_ms(want) in node.all_text()
+
+
 def test_step_times_equal_summary(rendered):
     bars = rendered["dom"].by_id("chart-steps").find_all("g", cls="bar")
     want = {t["rank"]: t["steps"] for t in rendered["summary"]["traces"]}

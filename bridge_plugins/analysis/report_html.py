@@ -9,6 +9,7 @@ report_svg for the charts and report_traces / report_memory / report_compare for
 from __future__ import annotations
 
 import datetime
+import statistics
 import os
 import tempfile
 from html import escape
@@ -57,8 +58,8 @@ def _overview(s: dict) -> str:
     stragglers = sorted({r for g in s["cross_rank"] for r in g["stragglers"]})
     cards = card("ranks", str(len({t["rank"] for t in traces})), f"{len(traces)} traces")
     if medians:
-        mid = medians[len(medians) // 2]
-        cards += card("median step", fmt_ms(mid), "median of the ranks' medians")
+        mid = statistics.median(medians)
+        cards += card("median step", fmt_ms(mid), "median of the ranks' medians", mid, "median-step")
     cards += card("stragglers", ", ".join(f"rank {r}" for r in stragglers) or "none",
                   "see Stragglers", cls="alert" if stragglers else "")
     devices = [main_device(f) for f in ((s.get("memory") or {}).get("files") or [])]

@@ -26,17 +26,17 @@ def _when(dev: dict) -> str:
 def _timeline(dev: dict, idx: int) -> str:
     points = dev["timeline"]
     timed = all(p[1] is not None for p in points[1:]) and len(points) > 1
-    xs = [p[1] if timed else p[0] for p in points]
+    xs = [p[1] if timed else p[0] + 1 for p in points]  # untimed: events counted from 1, 0 = the start
     if timed:
         xs[0] = 0.0
     series = [("allocated", "#4c78a8", [p[2] for p in points])]
     if any(p[3] is not None for p in points):
         series.append(("reserved", "#bab0ac", [p[3] for p in points]))
     peak_point = max(points, key=lambda p: p[2])
-    x_peak = peak_point[1] if timed else peak_point[0]
+    x_peak = peak_point[1] if timed else peak_point[0] + 1
     marker = (x_peak if x_peak is not None else 0.0, peak_point[2], f"peak {fmt_bytes(dev['peak_allocated'])}")
     return line_chart(f"chart-memory-timeline-{idx}", "Memory over time", xs, series, fmt_bytes,
-                      "seconds since the first recorded event" if timed else "allocator event", marker)
+                      "seconds since the first recorded event" if timed else "allocator events", marker)
 
 
 def _dominant_colour(categories: dict) -> str:

@@ -99,12 +99,13 @@ def _straggler_words(group: dict) -> str:
 
 
 def stragglers_section(s: dict) -> str:
-    if not s["cross_rank"]:
+    groups = [g for g in s["cross_rank"] if len(g["ranks"]) > 1]
+    if not groups:
         return section("stragglers", "Stragglers", '<p class="note">One rank only: nothing to compare across ranks.</p>')
     series = [("step", "step time", "#4c78a8"), ("computation", "compute time", "#72b7b2"),
               ("communication", "communication", "#f58518")]
     blocks: List[str] = []
-    for gi, g in enumerate(s["cross_rank"]):
+    for gi, g in enumerate(groups):
         rows = [{"label": f"rank {r['rank']}" + (" (straggler)" if r["straggler"] else " (waiting)" if r["waiting"] else ""),
                  "flag": r["straggler"],
                  "values": {"step": r["step_vs_median"], "computation": r["computation_vs_median"],
