@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 bash scripts/setup.sh
+bash scripts/install_hta.sh  # test-only: HTA for the cross-check in tests/test_analysis_hta.py (~30 s)
 
 started_slurm=0
 stop_slurm() {

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+_INT64_LIMIT = 2**63
+_NUMBER = (int, float)
 _GPU_SYNC_NAMES = ("Event Sync", "Context Sync")  # device-side waits: HTA counts them as neither side
 
 
@@ -66,42 +68,59 @@ class Collector:
         return i
 
     def on_event(self, e: Dict) -> None:
+        """Called for every event of a big file: written for speed (one dict lookup per field)."""
         d = self.data
         d.events += 1
-        if e.get("ph") != "X" or e.get("cat") in (None, "Trace"):
+        if e.get("ph") != "X":
             return
-        ts, dur = e.get("ts"), e.get("dur")
-        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+        cat, ts, dur = e.get("cat"), e.get("ts"), e.get("dur")
+        if cat is None or cat == "Trace" or type(ts) not in _NUMBER or type(dur) not in _NUMBER:
             return
-        name = str(e.get("name", ""))
+        try:
+            ts, dur = float(ts), float(dur)
+        except OverflowError:  # past float range: not a real event (checked before any append)
+            return
+        name = e.get("name")
+        if type(name) is not str:
+            name = "" if name is None else str(name)
         args = e.get("args")
-        args = args if isinstance(args, dict) else {}
-        corr = _int(args.get("correlation"))
-        if _int(args.get("stream")) >= 0 and corr >= 0:
-            d.gpu_ts.append(ts)
-            d.gpu_dur.append(dur)
-            d.gpu_name.append(self._id(name))
-            d.gpu_corr.append(corr)
-            return
-        if name in _GPU_SYNC_NAMES:
-            return
+        if type(args) is not dict:
+            args = {}
+        corr = args.get("correlation", -1)
+        if type(corr) is not int:
+            corr = _int(corr)
+        if corr >= _INT64_LIMIT:
+            return  # no launch has such an id, and it would not fit the arrays
         if corr >= 0:
+            stream = args.get("stream", -1)
+            if (stream if type(stream) is int else _int(stream)) >= 0:
+                i = self._ids.get(name)
+                d.gpu_name.append(self._id(name) if i is None else i)
+                d.gpu_ts.append(ts)
+                d.gpu_dur.append(dur)
+                d.gpu_corr.append(corr)
+                return
+            if name in _GPU_SYNC_NAMES:
+                return
             d.cpu_corr.append(corr)
             d.cpu_corr_ts.append(ts)
         if "ProfilerStep" in name:
-            d.profiler_step_names.add(name)
-            end = ts + dur
-            if d.last_profiler_step_end is None or end > d.last_profiler_step_end:
-                d.last_profiler_step_end = end
-            m = STEP_RE.match(name)
-            if m and e.get("cat") == "user_annotation":
-                d.steps[int(m.group(1))] = max(dur, d.steps.get(int(m.group(1)), 0.0))
-        if e.get("cat") == "cpu_op":
+            self._profiler_step(name, cat, ts, dur)
+        if cat == "cpu_op":
             key = (e.get("pid"), e.get("tid"))
             arrays = d.ops.get(key)
             if arrays is None:
                 arrays = d.ops[key] = (array("d"), array("d"), array("l"))
+            i = self._ids.get(name)
+            arrays[2].append(self._id(name) if i is None else i)
             arrays[0].append(ts)
             arrays[1].append(dur)
-            arrays[2].append(self._id(name))
 
+    def _profiler_step(self, name: str, cat, ts: float, dur: float) -> None:
+        d = self.data
+        d.profiler_step_names.add(name)
+        if d.last_profiler_step_end is None or ts + dur > d.last_profiler_step_end:
+            d.last_profiler_step_end = ts + dur
+        m = STEP_RE.match(name)
+        if m and cat == "user_annotation":
+            d.steps[int(m.group(1))] = max(dur, d.steps.get(int(m.group(1)), 0.0))

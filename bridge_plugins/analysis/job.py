@@ -59,6 +59,8 @@ def find_inputs(paths: Sequence[Union[str, Path]]) -> Inputs:
             _from_directory(p, found)
         elif not p.exists():
             found.problem(p, "no such file or directory")
+        elif getattr(artifact_names.parse(p), "kind", None) == "chakra_trace":
+            found.problem(p, "a Chakra execution trace (operator graph), not a Chrome trace with times")
         elif p.name.endswith(_TRACE_ENDINGS):
             found.traces.append(p)
         elif p.name.endswith(_SNAPSHOT_ENDINGS):

@@ -123,7 +123,7 @@ def summarize(paths: Sequence[Union[str, Path]], top: Optional[int] = 10) -> Dic
             used.add(next_rank)
     traces.sort(key=lambda t: (t["rank"], t["file"]))
     memory = _memory(found.snapshots, found)
-    if not traces and memory is None:
+    if not traces and (memory is None or memory.get("files") == []):  # files: snapshots the memory module read
         raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems))
     return {
         "schema": SCHEMA,

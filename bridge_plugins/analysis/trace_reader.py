@@ -16,7 +16,7 @@ import gzip
 import io
 import zlib
 from pathlib import Path
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import ijson
 
@@ -24,6 +24,7 @@ try:  # the C backend is ~10x faster; fall back to whatever ijson picked
     _ijson = ijson.get_backend("yajl2_c")
 except (ImportError, ValueError):
     _ijson = ijson
+_python_backend = ijson.get_backend("python")
 
 
 class TraceError(Exception):
@@ -62,11 +63,11 @@ class _Utf8Bytes(io.RawIOBase):
         super().close()
 
 
-def _header(fh) -> Tuple[Dict, bool]:
+def _header(fh, backend) -> Tuple[Dict, bool]:
     """Top-level keys before ``traceEvents``, and whether ``traceEvents`` was reached."""
     header: Dict = {}
     key, builder = None, None
-    for prefix, event, value in _ijson.parse(fh, use_float=True):
+    for prefix, event, value in backend.parse(fh, use_float=True):
         if prefix == "":
             if event == "start_map":
                 continue
@@ -97,35 +98,47 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
+def _retry_with(e: BaseException, replace_bad_utf8: bool, backend) -> Optional[Tuple[bool, object]]:
+    """The next way to read a file that failed with ``e``, or None if no other way can help.
+
+    yajl2_c refuses invalid UTF-8 and integers past 64 bits (Kineto writes uint64 addresses), both
+    valid in a trace: reread with bad bytes replaced, then with ijson's pure-Python backend.
+    """
+    msg = str(e).lower()
+    if (isinstance(e, UnicodeDecodeError) or "utf" in msg) and not replace_bad_utf8:
+        return True, backend
+    if "overflow" in msg and backend is not _python_backend:
+        return replace_bad_utf8, _python_backend
+    return None
+
+
 def read_trace(path: Path, on_header: Callable[[Dict], None], on_event: Callable[[Dict], None]) -> None:
     """Call ``on_header(header)``, then ``on_event(event)`` for every element of traceEvents.
 
     ``on_header`` starts the file: it is called again, and the caller must drop what it gathered,
-    if the file is reread with invalid UTF-8 replaced. Raises TraceError for a file that is missing, not gzip, truncated, not JSON or not a trace.
-    A caller that accumulated events must drop them when this raises (the file is incomplete).
+    if the file is reread another way (see _retry_with). Raises TraceError for a file that is
+    missing, not gzip, truncated, not JSON or not a trace.
     """
     path = Path(path)
-    for replace_bad_utf8 in (False, True):
+    replace_bad_utf8, backend = False, _ijson
+    while True:
         try:
             with _open(path, replace_bad_utf8) as fh:
-                header, has_events = _header(fh)
+                header, has_events = _header(fh, backend)
             if not has_events:
                 raise TraceError(f"{path}: no traceEvents list, so this is not a Chrome trace")
             on_header(header)
             with _open(path, replace_bad_utf8) as fh:
-                for event in _ijson.items(fh, "traceEvents.item", use_float=True):
+                for event in backend.items(fh, "traceEvents.item", use_float=True):
                     if isinstance(event, dict):
                         on_event(event)
             return
         except TraceError as e:
             raise TraceError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
-        except UnicodeDecodeError:
-            if replace_bad_utf8:
-                raise TraceError(f"{path}: text is not UTF-8") from None
-        except ijson.IncompleteJSONError as e:
-            if "utf" in str(e).lower() and not replace_bad_utf8:
-                continue  # retry once with invalid bytes replaced
-            raise TraceError(f"{path}: {_describe(e)}") from None
+        except (UnicodeDecodeError, ijson.IncompleteJSONError) as e:
+            retry = _retry_with(e, replace_bad_utf8, backend)
+            if retry is None:
+                raise TraceError(f"{path}: {_describe(e)}") from None
+            replace_bad_utf8, backend = retry
         except (OSError, EOFError, zlib.error, ValueError) as e:
             raise TraceError(f"{path}: {_describe(e)}") from None
-
