@@ -16,9 +16,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA = FIXTURES / "memory_schema.pickle"
 MiB = 1 << 20
 PARAM, GRAD, OPTIM = 4 * MiB + 100, 4 * MiB + 100, 8 * MiB + 200
-SITES = {"params": "megatron_job/train.py:40 build_model", "fwd": "megatron_job/train.py:88 forward_step",
-         "bwd": "megatron_job/train.py:92 backward_step", "optim": "megatron_job/train.py:97 optimizer_step",
-         "cache": "megatron_job/train.py:60 cache_batch"}
+SITES = {
+    "params": "megatron_job/train.py:40 build_model",
+    "fwd": "megatron_job/train.py:88 forward_step",
+    "bwd": "megatron_job/train.py:92 backward_step",
+    "optim": "megatron_job/train.py:97 optimizer_step",
+    "cache": "megatron_job/train.py:60 cache_batch",
+}
 # Step 2 (index 1) after its gradients: params, optimizer state, 4 activations of 4 MiB, two cached
 # batches (1 MiB and 1 MiB + 1), 3 gradients.
 PEAK = 3 * PARAM + 3 * OPTIM + 4 * 4 * MiB + (2 * MiB + 1) + 3 * GRAD
@@ -37,17 +41,30 @@ def test_peaks_end_and_when():
     assert dev["peak"]["site"] == SITES["bwd"] and dev["peak"]["size"] == GRAD
     entries = pickle.loads(SCHEMA.read_bytes())["device_traces"][0]
     assert entries[dev["peak"]["index"]]["action"] == "alloc"
-    assert dev["peak"]["time_s"] == pytest.approx((entries[dev["peak"]["index"]]["time_us"] - entries[0]["time_us"]) / 1e6)
+    assert dev["peak"]["time_s"] == pytest.approx(
+        (entries[dev["peak"]["index"]]["time_us"] - entries[0]["time_us"]) / 1e6
+    )
     assert max(p[2] for p in dev["timeline"]) == PEAK and dev["timeline"][-1][2] == END
-    assert dev["ooms"] == [{"index": len(entries) - 3, "size": 96 * MiB, "device_free": 3 * MiB,
-                            "time_s": pytest.approx((entries[-3]["time_us"] - entries[0]["time_us"]) / 1e6)}]
+    assert dev["ooms"] == [
+        {
+            "index": len(entries) - 3,
+            "size": 96 * MiB,
+            "device_free": 3 * MiB,
+            "time_s": pytest.approx((entries[-3]["time_us"] - entries[0]["time_us"]) / 1e6),
+        }
+    ]
 
 
 def test_sites_at_peak_and_at_end():
     dev = _device(summarize_snapshot(SCHEMA))
     at_peak = {r["site"]: (r["bytes"], r["count"]) for r in dev["sites_at_peak"]}
-    assert at_peak == {SITES["optim"]: (3 * OPTIM, 3), SITES["fwd"]: (16 * MiB, 4), SITES["params"]: (3 * PARAM, 3),
-                       SITES["bwd"]: (3 * GRAD, 3), SITES["cache"]: (2 * MiB + 1, 2)}
+    assert at_peak == {
+        SITES["optim"]: (3 * OPTIM, 3),
+        SITES["fwd"]: (16 * MiB, 4),
+        SITES["params"]: (3 * PARAM, 3),
+        SITES["bwd"]: (3 * GRAD, 3),
+        SITES["cache"]: (2 * MiB + 1, 2),
+    }
     assert [r["site"] for r in dev["sites_at_peak"]][:2] == [SITES["optim"], SITES["fwd"]]
     at_end = {r["site"]: (r["bytes"], r["count"]) for r in dev["alive_at_end"]}
     assert at_end == {SITES["optim"]: (3 * OPTIM, 3), SITES["params"]: (3 * PARAM, 3), SITES["cache"]: (2 * MiB + 1, 2)}
@@ -87,8 +104,9 @@ def test_cli_text_json_and_compare(capsys, tmp_path):
     cached = {e["addr"] for e in entries if e["action"] == "alloc" and e["frames"][0]["line"] == 60}
     data["device_traces"][0] = [e for e in entries if e.get("addr") not in cached]
     for seg in data["segments"]:
-        seg["blocks"] = [b if b.get("address") not in cached else {**b, "state": "inactive", "frames": []}
-                         for b in seg["blocks"]]
+        seg["blocks"] = [
+            b if b.get("address") not in cached else {**b, "state": "inactive", "frames": []} for b in seg["blocks"]
+        ]
     fixed = tmp_path / "fixed.pickle"
     fixed.write_bytes(pickle.dumps(data, protocol=4))
     assert main(["memory", str(SCHEMA), "--compare", str(fixed), "--json"]) == 0

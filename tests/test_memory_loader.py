@@ -26,8 +26,10 @@ class _CreatesFile:
 
 def _hostile_snapshot(target: Path, protocol: int) -> bytes:
     """A dict shaped like a snapshot, with the payload hidden inside a segment."""
-    return pickle.dumps({"segments": [{"blocks": [], "total_size": 0, "x": _CreatesFile(target)}],
-                         "device_traces": []}, protocol=protocol)
+    return pickle.dumps(
+        {"segments": [{"blocks": [], "total_size": 0, "x": _CreatesFile(target)}], "device_traces": []},
+        protocol=protocol,
+    )
 
 
 def _run(capsys, *argv):
@@ -69,8 +71,11 @@ def test_hostile_pickle_is_refused_and_creates_no_file(tmp_path, capsys, protoco
         ("ints.pickle", pickle.dumps([1, 2, 3]), "malformed entry"),
         ("tensor_state.pickle", pickle.dumps({"weight": [0.1, 0.2]}), "without a 'segments' list"),
         ("bad_traces.pickle", pickle.dumps({"segments": [], "device_traces": {"0": []}}), "'device_traces'"),
-        ("bad_entry.pickle", pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "size": "x"}]]}),
-         "malformed entry"),
+        (
+            "bad_entry.pickle",
+            pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "size": "x"}]]}),
+            "malformed entry",
+        ),
     ],
 )
 def test_other_formats_get_one_line_naming_the_file(tmp_path, capsys, name, content, expect):

@@ -38,9 +38,12 @@ def test_segment_totals_equal_torch_segsum():
     text = _memory_viz.segsum(pickle.loads(path.read_bytes()))
     torch_says = dict(re.findall(r"^(segments|total_reserved|total_allocated|total_free): (\S+)", text, re.M))
     seg = summarize_snapshot(path)["segments"]
-    ours = {"segments": str(seg["count"]), "total_reserved": repr(_memory_viz.Bytes(seg["reserved"])),
-            "total_allocated": repr(_memory_viz.Bytes(seg["requested"])),
-            "total_free": repr(_memory_viz.Bytes(seg["free_internal"] + seg["free_external"]))}
+    ours = {
+        "segments": str(seg["count"]),
+        "total_reserved": repr(_memory_viz.Bytes(seg["reserved"])),
+        "total_allocated": repr(_memory_viz.Bytes(seg["requested"])),
+        "total_free": repr(_memory_viz.Bytes(seg["free_internal"] + seg["free_external"])),
+    }
     assert ours == torch_says
 
 
@@ -76,7 +79,9 @@ def test_peak_rise_equals_torch_memory_profiler_timeline(tmp_path):
     current = peak = 0
     for _, action, (key, _version), size in prof._memory_profile().timeline:
         if isinstance(key, TensorKey):
-            current += size if action in (Action.PREEXISTING, Action.CREATE) else -size if action == Action.DESTROY else 0
+            current += (
+                size if action in (Action.PREEXISTING, Action.CREATE) else -size if action == Action.DESTROY else 0
+            )
             peak = max(peak, current)
     snap = tmp_path / "profile.pickle"
     snap.write_bytes(pickle.dumps(_memory_viz._profile_to_snapshot(prof), protocol=4))

@@ -38,8 +38,9 @@ def _unavailable(reason: str):
 @pytest.fixture(scope="module")
 def chromium() -> str:
     if shutil.which("chromium") is None:
-        proc = subprocess.run(["bash", str(REPO / "scripts" / "install_chromium.sh")], capture_output=True, text=True,
-                              timeout=900)
+        proc = subprocess.run(
+            ["bash", str(REPO / "scripts" / "install_chromium.sh")], capture_output=True, text=True, timeout=900
+        )
         if proc.returncode != 0 or shutil.which("chromium") is None:
             _unavailable(f"chromium cannot be installed here: {(proc.stdout + proc.stderr).strip()[-300:]}")
     probe = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True)
@@ -58,9 +59,13 @@ class _Node:
             yield from c.iter()
 
     def find_all(self, tag=None, cls=None, **attrs):
-        return [n for n in self.iter() if (tag is None or n.tag == tag)
-                and (cls is None or cls in (n.attrs.get("class") or "").split())
-                and all(n.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())]
+        return [
+            n
+            for n in self.iter()
+            if (tag is None or n.tag == tag)
+            and (cls is None or cls in (n.attrs.get("class") or "").split())
+            and all(n.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())
+        ]
 
     def by_id(self, node_id):
         found = self.find_all(id=node_id)
@@ -118,32 +123,68 @@ def rendered(tmp_path_factory, chromium):
     if not SHARED_TRACES.is_dir():
         _unavailable(f"{SHARED_TRACES} is missing (CI clones the repo with shared/ beside it)")
     tmp = tmp_path_factory.mktemp("report")
-    job = _job(tmp / "job", {"rank0_steps551-552.pt.trace.json.gz": "job128_rank0.json.gz",
-                             "rank1_steps551-552.pt.trace.json.gz": "job128_rank1.json.gz"},
-               {"memory_snapshot_0.pickle": "memory_schema.pickle", "memory_snapshot_1.pickle": "memory_recipe_b4.pickle"})
-    base = _job(tmp / "base", {"rank0_steps4-6.pt.trace.json.gz": "job2_rank0.json.gz"},
-                {"memory_snapshot_0.pickle": "memory_recipe_b8.pickle"})
+    job = _job(
+        tmp / "job",
+        {
+            "rank0_steps551-552.pt.trace.json.gz": "job128_rank0.json.gz",
+            "rank1_steps551-552.pt.trace.json.gz": "job128_rank1.json.gz",
+        },
+        {"memory_snapshot_0.pickle": "memory_schema.pickle", "memory_snapshot_1.pickle": "memory_recipe_b4.pickle"},
+    )
+    base = _job(
+        tmp / "base",
+        {"rank0_steps4-6.pt.trace.json.gz": "job2_rank0.json.gz"},
+        {"memory_snapshot_0.pickle": "memory_recipe_b8.pickle"},
+    )
     out = tmp / "report.html"
-    proc = subprocess.run([*CLI, "report", str(job), "-o", str(out), "--baseline", str(base)],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    proc = subprocess.run(
+        [*CLI, "report", str(job), "-o", str(out), "--baseline", str(base)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     assert proc.returncode == 0 and out.is_file(), proc.stderr
-    chrome = ["unshare", "--net", chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-              "--window-size=1400,1000", "--virtual-time-budget=3000"]
+    chrome = [
+        "unshare",
+        "--net",
+        chromium,
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--window-size=1400,1000",
+        "--virtual-time-budget=3000",
+    ]
     dom = subprocess.run([*chrome, "--dump-dom", out.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0 and "</html>" in dom.stdout, dom.stderr[-2000:]
     shot = tmp / "report.png"
     subprocess.run([*chrome, f"--screenshot={shot}", out.as_uri()], capture_output=True, text=True, timeout=120)
     tree = _Tree()
     tree.feed(dom.stdout)
-    return {"dom": tree.root, "html": out.read_text(), "shot": shot, "summary": _json("summary", str(job)),
-            "compare": _json("compare", str(base), str(job)),
-            "memory0": _json("memory", str(job / "memory_snapshot_0.pickle")),
-            "memory_compare": _json("memory", str(base / "memory_snapshot_0.pickle"), "--compare",
-                                    str(job / "memory_snapshot_0.pickle"))}
+    return {
+        "dom": tree.root,
+        "html": out.read_text(),
+        "shot": shot,
+        "summary": _json("summary", str(job)),
+        "compare": _json("compare", str(base), str(job)),
+        "memory0": _json("memory", str(job / "memory_snapshot_0.pickle")),
+        "memory_compare": _json(
+            "memory", str(base / "memory_snapshot_0.pickle"), "--compare", str(job / "memory_snapshot_0.pickle")
+        ),
+    }
 
 
-EXPECTED_CHARTS = ["chart-steps", "chart-gpu", "chart-stragglers-0", "chart-memory-timeline-0", "chart-memory-sites-0",
-                   "chart-memory-timeline-1", "chart-memory-sites-1", "chart-compare-gpu"]
+EXPECTED_CHARTS = [
+    "chart-steps",
+    "chart-gpu",
+    "chart-stragglers-0",
+    "chart-memory-timeline-0",
+    "chart-memory-sites-0",
+    "chart-memory-timeline-1",
+    "chart-memory-sites-1",
+    "chart-compare-gpu",
+]
 
 
 def test_screenshot_saved(rendered):
@@ -158,7 +199,8 @@ def test_every_chart_is_drawn(rendered):
     for chart_id, fig in charts.items():
         (svg,) = fig.find_all("svg")
         marks = [r for r in svg.find_all("rect") if float(r.attrs["width"]) > 0] + [
-            p for p in svg.find_all("polyline") if len(p.attrs["points"].split()) > 1]
+            p for p in svg.find_all("polyline") if len(p.attrs["points"].split()) > 1
+        ]
         assert marks, f"{chart_id} has nothing drawn"
 
 
@@ -197,7 +239,9 @@ def test_step_times_equal_summary(rendered):
     assert {int(b.attrs["data-rank"]) for b in bars} == set(want)
     for b in bars:
         steps = want[int(b.attrs["data-rank"])]
-        assert [_num(b, f"data-{k}-us") for k in ("min", "median", "max")] == [steps[f"{k}_us"] for k in ("min", "median", "max")]
+        assert [_num(b, f"data-{k}-us") for k in ("min", "median", "max")] == [
+            steps[f"{k}_us"] for k in ("min", "median", "max")
+        ]
         assert fmt_ms(steps["median_us"]) in b.all_text()
 
 
@@ -215,8 +259,10 @@ def test_gpu_breakdown_equals_summary(rendered):
         if "data-value" in td.attrs:
             assert td.all_text() == fmt_ms(_num(td))
     values = [_num(td) for td in dom.by_id("table-gpu").find_all("td") if "data-value" in td.attrs]
-    assert values[:6] == [want[0][k] for k in ("span_us", "computation_us", "communication_us", "memory_us", "idle_us",
-                                                "communication_total_us")]
+    assert values[:6] == [
+        want[0][k]
+        for k in ("span_us", "computation_us", "communication_us", "memory_us", "idle_us", "communication_total_us")
+    ]
 
 
 def test_top_ops_and_kernels_equal_summary(rendered):
@@ -226,8 +272,9 @@ def test_top_ops_and_kernels_equal_summary(rendered):
         assert [r.find_all("td", cls="name")[0].attrs["title"] for r in rows] == [o["name"] for o in t["top_cpu_ops"]]
         assert [_num(r.find_all("td", cls="num")[0]) for r in rows] == [o["self_us"] for o in t["top_cpu_ops"]]
         rows = dom.by_id(f"table-kernels-{i}").find_all("tr")[1:]
-        assert [(r.find_all("td", cls="name")[0].attrs["title"], _num(r.find_all("td", cls="num")[0])) for r in rows] == [
-            (k["name"], k["total_us"]) for k in t["top_gpu_kernels"]]
+        assert [
+            (r.find_all("td", cls="name")[0].attrs["title"], _num(r.find_all("td", cls="num")[0])) for r in rows
+        ] == [(k["name"], k["total_us"]) for k in t["top_gpu_kernels"]]
 
 
 def test_straggler_view_equals_summary(rendered):
@@ -236,9 +283,13 @@ def test_straggler_view_equals_summary(rendered):
     bars = {int(b.attrs["data-rank"]): b for b in dom.by_id("chart-stragglers-0").find_all("g", cls="bar")}
     for r in group["ranks"]:
         b = bars[r["rank"]]
-        assert b.attrs["data-straggler"] == str(r["straggler"]).lower() and b.attrs["data-waiting"] == str(r["waiting"]).lower()
+        assert (
+            b.attrs["data-straggler"] == str(r["straggler"]).lower()
+            and b.attrs["data-waiting"] == str(r["waiting"]).lower()
+        )
         assert {x.attrs["data-key"]: _num(x) for x in b.find_all("rect")} == {
-            k: r[f"{k}_vs_median"] for k in ("step", "computation", "communication")}
+            k: r[f"{k}_vs_median"] for k in ("step", "computation", "communication")
+        }
     assert group["stragglers"] == [1]
     verdict = dom.find_all("p", cls="verdict")[0].all_text()
     assert "rank 1" in verdict and fmt_pct(group["ranks"][1]["computation_vs_median"]) in verdict
@@ -251,10 +302,13 @@ def test_memory_equals_memory_json(rendered):
     peak = snap.find_all("div", cls="peak-allocated")[0]
     assert _num(peak) == dev["peak_allocated"] and fmt_bytes(dev["peak_allocated"]) in peak.all_text()
     assert _num(snap.find_all("div", cls="peak-reserved")[0]) == dev["peak_reserved"]
-    sites = [(g.attrs["data-site"], int(g.attrs["data-bytes"])) for g in dom.by_id("chart-memory-sites-0").find_all("g")]
+    sites = [
+        (g.attrs["data-site"], int(g.attrs["data-bytes"])) for g in dom.by_id("chart-memory-sites-0").find_all("g")
+    ]
     assert sites == [(r["site"], r["bytes"]) for r in dev["sites_at_peak"]]
-    assert [_num(td) for td in dom.by_id("table-memory-end-0").find_all("td", cls="num") if "data-value" in td.attrs] == [
-        r["bytes"] for r in dev["alive_at_end"]]
+    assert [
+        _num(td) for td in dom.by_id("table-memory-end-0").find_all("td", cls="num") if "data-value" in td.attrs
+    ] == [r["bytes"] for r in dev["alive_at_end"]]
     memory_files = rendered["summary"]["memory"]["files"]
     assert [f["rank"] for f in memory_files] == [0, 1]
 
@@ -266,12 +320,17 @@ def test_comparison_equals_compare_json(rendered):
     assert _num(dom.find_all("div", cls="delta")[0]) == c["step_delta_us"]
     assert fmt_ms_signed(c["step_delta_us"]) in dom.find_all("div", cls="delta")[0].all_text()
     assert fmt_ms(c["new"]["step_median_us"]) in dom.find_all("div", cls="new-step")[0].all_text()
-    for table_id, key in (("table-ops-regressions", "ops_regressions"), ("table-kernels-improvements",
-                                                                       "kernels_improvements")):
+    for table_id, key in (
+        ("table-ops-regressions", "ops_regressions"),
+        ("table-kernels-improvements", "kernels_improvements"),
+    ):
         rows = dom.by_id(table_id).find_all("tr")[1:]
-        assert [(r.find_all("td", cls="name")[0].attrs["title"], _num(r.find_all("td", cls="num")[2])) for r in rows] == [
-            (x["name"], x["delta_us"]) for x in c[key]]
-    bars = {b.attrs["data-run"]: _num(b, "data-span-us") for b in dom.by_id("chart-compare-gpu").find_all("g", cls="bar")}
+        assert [
+            (r.find_all("td", cls="name")[0].attrs["title"], _num(r.find_all("td", cls="num")[2])) for r in rows
+        ] == [(x["name"], x["delta_us"]) for x in c[key]]
+    bars = {
+        b.attrs["data-run"]: _num(b, "data-span-us") for b in dom.by_id("chart-compare-gpu").find_all("g", cls="bar")
+    }
     assert bars == {"base": c["base"]["gpu"]["span_us"], "new": c["new"]["gpu"]["span_us"]}
     mem = rendered["memory_compare"]
     cells = [_num(td) for td in dom.by_id("table-compare-memory").find_all("td") if "data-value" in td.attrs]

@@ -19,8 +19,17 @@ def _trace(path: Path, op_name: str) -> Path:
     """A minimal Kineto trace: two ProfilerSteps on the CPU thread, one operator in each."""
     events = []
     for i, ts in enumerate((0, 1000)):
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i + 3}", "ts": ts, "dur": 900,
-                       "pid": 1, "tid": 1})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{i + 3}",
+                "ts": ts,
+                "dur": 900,
+                "pid": 1,
+                "tid": 1,
+            }
+        )
         events.append({"ph": "X", "cat": "cpu_op", "name": op_name, "ts": ts + 10, "dur": 500, "pid": 1, "tid": 1})
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt") as f:

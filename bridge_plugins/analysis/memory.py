@@ -44,7 +44,9 @@ def group_by_site(allocations: Iterable[Allocation], top: Optional[int] = TOP_SI
         if a.category:
             g["categories"][a.category] += a.size
     ranked = sorted(groups.items(), key=lambda kv: (-kv[1]["bytes"], kv[0]))[:top]
-    return [{"site": s, "bytes": g["bytes"], "count": g["count"], "categories": dict(g["categories"])} for s, g in ranked]
+    return [
+        {"site": s, "bytes": g["bytes"], "count": g["count"], "categories": dict(g["categories"])} for s, g in ranked
+    ]
 
 
 def _timeline(r: DeviceReplay, t0: Optional[float]) -> List[list]:
@@ -93,19 +95,31 @@ def segment_summary(segments: List[dict]) -> dict:
         allocated = sum(b["size"] for b in active)
         requested = sum(b.get("requested_size", b["size"]) for b in active)
         row = {
-            "device": seg.get("device", 0), "address": seg.get("address"), "stream": seg.get("stream", 0),
-            "segment_type": seg.get("segment_type"), "total_size": seg.get("total_size", 0),
-            "allocated": allocated, "requested": requested, "free_internal": allocated - requested,
+            "device": seg.get("device", 0),
+            "address": seg.get("address"),
+            "stream": seg.get("stream", 0),
+            "segment_type": seg.get("segment_type"),
+            "total_size": seg.get("total_size", 0),
+            "allocated": allocated,
+            "requested": requested,
+            "free_internal": allocated - requested,
             "free_external": sum(b["size"] for b in seg.get("blocks", []) if b.get("state") != "active_allocated"),
-            "blocks": len(seg.get("blocks", [])), "active_blocks": len(active),
+            "blocks": len(seg.get("blocks", [])),
+            "active_blocks": len(active),
         }
         per.append(row)
         for key in ("total_size", "allocated", "requested", "free_internal", "free_external"):
             totals[key] += row[key]
     per.sort(key=lambda row: -row["total_size"])
-    return {"count": len(segments), "reserved": totals["total_size"], "allocated": totals["allocated"],
-            "requested": totals["requested"], "free_internal": totals["free_internal"],
-            "free_external": totals["free_external"], "per_segment": per}
+    return {
+        "count": len(segments),
+        "reserved": totals["total_size"],
+        "allocated": totals["allocated"],
+        "requested": totals["requested"],
+        "free_internal": totals["free_internal"],
+        "free_external": totals["free_external"],
+        "per_segment": per,
+    }
 
 
 def _source(segments: List[dict]) -> str:

@@ -58,7 +58,8 @@ def render_summary(summary: dict) -> str:
     else:
         others = len(summary["devices"]) - 1
         lines += [
-            f"  device {dev['device']}, {dev['entries']} trace entries" + (f" ({others} more devices)" if others else ""),
+            f"  device {dev['device']}, {dev['entries']} trace entries"
+            + (f" ({others} more devices)" if others else ""),
             f"  peak allocated   {fmt_bytes(dev['peak_allocated'])} {_when(dev['peak'])}",
             f"  peak reserved    {fmt_bytes(dev['peak_reserved'])}",
             f"  at the end       allocated {fmt_bytes(dev['end_allocated'])}, reserved {fmt_bytes(dev['end_reserved'])}",
@@ -101,8 +102,12 @@ def _delta_line(label: str, d: dict) -> str:
 
 def render_compare(cmp: dict) -> str:
     lines = [f"base: {cmp['base']}", f"new:  {cmp['new']}"]
-    for key, label in (("peak_allocated", "peak allocated"), ("peak_reserved", "peak reserved"),
-                       ("end_allocated", "end allocated"), ("end_reserved", "end reserved")):
+    for key, label in (
+        ("peak_allocated", "peak allocated"),
+        ("peak_reserved", "peak reserved"),
+        ("end_allocated", "end allocated"),
+        ("end_reserved", "end reserved"),
+    ):
         lines.append(_delta_line(label, cmp[key]))
     for key, title in (("sites_at_peak", "alive at the peak"), ("alive_at_end", "alive at the end")):
         lines.append(f"  {title}, largest changes by site:")
@@ -110,8 +115,12 @@ def render_compare(cmp: dict) -> str:
             lines.append("    (no change)")
         for r in cmp[key][:ROWS]:
             sign = "+" if r["delta"] >= 0 else ""
-            lines.append(f"    {sign + fmt_bytes(r['delta']):>11}  {fmt_bytes(r['base']):>10} -> {fmt_bytes(r['new']):>10}  {r['site']}")
+            lines.append(
+                f"    {sign + fmt_bytes(r['delta']):>11}  {fmt_bytes(r['base']):>10} -> {fmt_bytes(r['new']):>10}  {r['site']}"
+            )
     s = cmp["segments"]
-    lines.append(f"  segments: {s['count']['base']} -> {s['count']['new']}, reserved {fmt_bytes(s['reserved']['base'])} -> "
-                 f"{fmt_bytes(s['reserved']['new'])}")
+    lines.append(
+        f"  segments: {s['count']['base']} -> {s['count']['new']}, reserved {fmt_bytes(s['reserved']['base'])} -> "
+        f"{fmt_bytes(s['reserved']['new'])}"
+    )
     return "\n".join(lines)

@@ -80,7 +80,9 @@ def end_blocks(segments: List[dict], device: int) -> Tuple[Optional[Dict[int, Al
                 total += size
                 addressed = addressed and "address" in blk
                 if "address" in blk:
-                    found[blk["address"]] = Allocation(blk["address"], size, blk.get("frames") or [], blk.get("category"))
+                    found[blk["address"]] = Allocation(
+                        blk["address"], size, blk.get("frames") or [], blk.get("category")
+                    )
     return (found if addressed else None), total
 
 
@@ -158,17 +160,26 @@ def replay(entries: List[dict], segments: List[dict], device: int) -> DeviceRepl
         if kind == "reserve":
             reserving += _RESERVE[e["action"]] * e.get("size", 0)
         elif kind == "oom":
-            ooms.append({"index": i, "size": e.get("size", 0), "device_free": e.get("device_free"),
-                         "time_us": e.get("time_us")})
+            ooms.append(
+                {"index": i, "size": e.get("size", 0), "device_free": e.get("device_free"), "time_us": e.get("time_us")}
+            )
         allocated.append(current)
         reserved.append(reserving)
         times.append(e.get("time_us"))
         if current > peak_value:
             peak_value, peak_index = current, i
     return DeviceReplay(
-        device=device, entries=len(entries), allocated=allocated, reserved=reserved, time_us=times,
-        initial_allocated=initial_allocated, initial_reserved=initial_reserved, peak_index=peak_index,
-        live_at_peak=_live_after(entries, peak_index, start), live_at_end=list(live.values()), ooms=ooms,
+        device=device,
+        entries=len(entries),
+        allocated=allocated,
+        reserved=reserved,
+        time_us=times,
+        initial_allocated=initial_allocated,
+        initial_reserved=initial_reserved,
+        peak_index=peak_index,
+        live_at_peak=_live_after(entries, peak_index, start),
+        live_at_end=list(live.values()),
+        ooms=ooms,
     )
 
 

@@ -60,8 +60,12 @@ def _overview(s: dict) -> str:
     if medians:
         mid = statistics.median(medians)
         cards += card("median step", fmt_ms(mid), "median of the ranks' medians", mid, "median-step")
-    cards += card("stragglers", ", ".join(f"rank {r}" for r in stragglers) or "none",
-                  "see Stragglers", cls="alert" if stragglers else "")
+    cards += card(
+        "stragglers",
+        ", ".join(f"rank {r}" for r in stragglers) or "none",
+        "see Stragglers",
+        cls="alert" if stragglers else "",
+    )
     devices = [main_device(f) for f in ((s.get("memory") or {}).get("files") or [])]
     peaks = [d["peak_allocated"] for d in devices if d]
     if peaks:
@@ -76,10 +80,20 @@ def render(summary: dict, comparison: Optional[dict] = None, memory_comparison: 
     if problems:
         items = "".join(f"<li>{escape(p['file'])}: {escape(p['error'])}</li>" for p in problems)
         problems_html = f'<section class="problems" id="problems"><b>Files skipped</b><ul>{items}</ul></section>'
-    sections = [steps_section(summary), gpu_section(summary), stragglers_section(summary), tops_section(summary),
-                memory_section(summary.get("memory"))]
-    links = [("steps", "Steps"), ("gpu", "GPU time"), ("stragglers", "Stragglers"), ("tops", "Top ops & kernels"),
-             ("memory", "Memory")]
+    sections = [
+        steps_section(summary),
+        gpu_section(summary),
+        stragglers_section(summary),
+        tops_section(summary),
+        memory_section(summary.get("memory")),
+    ]
+    links = [
+        ("steps", "Steps"),
+        ("gpu", "GPU time"),
+        ("stragglers", "Stragglers"),
+        ("tops", "Top ops & kernels"),
+        ("memory", "Memory"),
+    ]
     if comparison:
         sections.append(compare_section(comparison, memory_comparison))
         links.append(("compare", "Comparison"))
@@ -112,8 +126,9 @@ def write_report(html: str, out: Union[str, Path]) -> Path:
     return out
 
 
-def build(paths: Sequence[Union[str, Path]], baseline: Optional[Sequence[Union[str, Path]]] = None,
-          top: int = 10) -> Tuple[str, List[dict]]:
+def build(
+    paths: Sequence[Union[str, Path]], baseline: Optional[Sequence[Union[str, Path]]] = None, top: int = 10
+) -> Tuple[str, List[dict]]:
     """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
     Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read."""
     from bridge_plugins.analysis import summarize

@@ -11,8 +11,13 @@ from typing import Callable, List, Optional, Sequence
 
 from bridge_plugins.analysis.report_svg import attr, clip
 
-COLOURS = {"computation": "#4c78a8", "communication": "#f58518", "memory": "#54a24b", "idle": "#bab0ac",
-           "other": "#9d755d"}
+COLOURS = {
+    "computation": "#4c78a8",
+    "communication": "#f58518",
+    "memory": "#54a24b",
+    "idle": "#bab0ac",
+    "other": "#9d755d",
+}
 
 
 def fmt_ms(us: Optional[float]) -> str:
@@ -59,8 +64,10 @@ def section(section_id: str, title: str, body: str, intro: str = "") -> str:
 def card(label: str, value: str, sub: str = "", data_value=None, cls: str = "") -> str:
     data = f' data-value="{attr(data_value)}"' if data_value is not None else ""
     sub_html = f'<div class="sub">{escape(sub)}</div>' if sub else ""
-    return (f'<div class="card {cls}"{data}><div class="label">{escape(label)}</div>'
-            f'<div class="big">{escape(value)}</div>{sub_html}</div>')
+    return (
+        f'<div class="card {cls}"{data}><div class="label">{escape(label)}</div>'
+        f'<div class="big">{escape(value)}</div>{sub_html}</div>'
+    )
 
 
 def rank_label(trace: dict, traces: List[dict]) -> str:

@@ -13,12 +13,19 @@ from bridge_plugins.cli import UsageError
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("report", help="one self-contained HTML report (no network needed to open it)",
-                       description=__doc__.split("\n\n")[0])
+    p = sub.add_parser(
+        "report",
+        help="one self-contained HTML report (no network needed to open it)",
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a job directory, or trace and snapshot files")
     p.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: report.html)")
-    p.add_argument("--baseline", nargs="+", metavar="OTHER", help="a baseline run (job directory or files) to compare with")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="rows in the operator and kernel tables (default 10)")
+    p.add_argument(
+        "--baseline", nargs="+", metavar="OTHER", help="a baseline run (job directory or files) to compare with"
+    )
+    p.add_argument(
+        "--top", type=int, default=10, metavar="N", help="rows in the operator and kernel tables (default 10)"
+    )
     p.set_defaults(run=run)
 
 
