@@ -115,3 +115,11 @@ def test_cli_text_json_and_compare(capsys, tmp_path):
     assert cmp["alive_at_end"] == [{"site": SITES["cache"], "base": 2 * MiB + 1, "new": 0, "delta": -2 * MiB - 1}]
     assert main(["memory", str(SCHEMA), "--compare", str(fixed)]) == 0
     assert "-2.0 MiB" in capsys.readouterr().out
+
+
+def test_summary_prints_the_memory_figures(tmp_path, capsys):
+    """`bridge-plugins summary JOB_DIR` on a job with a snapshot (and no trace) shows its figures."""
+    (tmp_path / "memory_snapshot_0.pickle").write_bytes(SCHEMA.read_bytes())
+    assert main(["summary", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "peak allocated 66.0 MiB" in out and "peak reserved 80.0 MiB" in out and SITES["optim"] in out

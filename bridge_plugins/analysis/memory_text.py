@@ -124,3 +124,27 @@ def render_compare(cmp: dict) -> str:
         f"{fmt_bytes(s['reserved']['new'])}"
     )
     return "\n".join(lines)
+
+
+def brief(memory: dict) -> str:
+    """A few lines per snapshot for ``bridge-plugins summary`` (its ``memory`` entry); the full
+    picture is ``bridge-plugins memory FILE``."""
+    lines = []
+    for f in memory.get("files") or []:
+        dev = main_device(f)
+        who = f"rank {f['rank']}" if f.get("rank") is not None else "snapshot"
+        if dev is None:
+            lines.append(f"{who} ({f['file']}): no allocations recorded")
+            continue
+        lines += [
+            f"{who} ({f['file']}):",
+            f"  peak allocated {fmt_bytes(dev['peak_allocated'])} {_when(dev['peak'])}",
+            f"  peak reserved {fmt_bytes(dev['peak_reserved'])}; at the end {fmt_bytes(dev['end_allocated'])} allocated",
+        ]
+        for title, rows in (
+            ("largest at the peak", dev["sites_at_peak"][:3]),
+            ("alive at the end", dev["alive_at_end"][:3]),
+        ):
+            if rows:
+                lines.append(f"  {title}: " + ", ".join(f"{r['site']} {fmt_bytes(r['bytes'])}" for r in rows))
+    return "Memory snapshots (details: bridge-plugins memory FILE)\n" + "\n".join(lines) if lines else ""
