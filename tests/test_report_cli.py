@@ -90,3 +90,11 @@ def test_cpu_only_trace_says_no_gpu(tmp_path):
     assert main(["report", str(job), "-o", str(out)]) == 0
     html = out.read_text()
     assert "No GPU events" in html and 'id="chart-steps"' in html and "One rank only" in html
+
+
+def test_snapshots_only(tmp_path):
+    shutil.copy(FIXTURES / "memory_schema.pickle", tmp_path / "memory_snapshot_0.pickle")
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path), "-o", str(out)]) == 0
+    html = out.read_text()
+    assert "No PyTorch traces here" in html and 'id="chart-memory-timeline-0"' in html and "chart-steps" not in html

@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 from bridge_plugins.analysis.memory import main_device
 from bridge_plugins.analysis.report_compare import compare_section
 from bridge_plugins.analysis.report_memory import memory_section
-from bridge_plugins.analysis.report_parts import card, fmt_bytes, fmt_ms
+from bridge_plugins.analysis.report_parts import card, fmt_bytes, fmt_ms, section
 from bridge_plugins.analysis.report_traces import gpu_section, steps_section, stragglers_section, tops_section
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -80,20 +80,14 @@ def render(summary: dict, comparison: Optional[dict] = None, memory_comparison: 
     if problems:
         items = "".join(f"<li>{escape(p['file'])}: {escape(p['error'])}</li>" for p in problems)
         problems_html = f'<section class="problems" id="problems"><b>Files skipped</b><ul>{items}</ul></section>'
-    sections = [
-        steps_section(summary),
-        gpu_section(summary),
-        stragglers_section(summary),
-        tops_section(summary),
-        memory_section(summary.get("memory")),
-    ]
-    links = [
-        ("steps", "Steps"),
-        ("gpu", "GPU time"),
-        ("stragglers", "Stragglers"),
-        ("tops", "Top ops & kernels"),
-        ("memory", "Memory"),
-    ]
+    if summary["traces"]:
+        sections = [steps_section(summary), gpu_section(summary), stragglers_section(summary), tops_section(summary)]
+        links = [("steps", "Steps"), ("gpu", "GPU time"), ("stragglers", "Stragglers"), ("tops", "Top ops & kernels")]
+    else:
+        sections = [section("steps", "Traces", '<p class="note">No PyTorch traces here: only memory snapshots.</p>')]
+        links = []
+    sections.append(memory_section(summary.get("memory")))
+    links.append(("memory", "Memory"))
     if comparison:
         sections.append(compare_section(comparison, memory_comparison))
         links.append(("compare", "Comparison"))
