@@ -105,7 +105,9 @@ def renderables(s: Dict) -> List:
         if len(group["ranks"]) > 1:
             out.append(_cross_rank_table(group))
     if s["memory"]:
-        out.append(Text("Memory snapshots: " + ", ".join(s["memory"]["snapshots"])))
+        from bridge_plugins.analysis.memory_text import brief  # memory figures: the memory/report helper's module
+
+        out.append(Text(brief(s["memory"]) or "Memory snapshots: " + ", ".join(s["memory"]["snapshots"])))
     return out
 
 

@@ -17,6 +17,8 @@ SUBCOMMANDS = [
     "summary",
     "compare",
     # "summary", "compare", "memory", "report", "trigger": each bridge_plugins/cli/<name>.py
+    "memory",
+    "report",
 ]
 
 

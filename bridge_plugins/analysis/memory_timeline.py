@@ -1,0 +1,192 @@
+"""Replay one device's allocator trace: allocated and reserved bytes after every event.
+
+Rules (the allocator's own accounting, ``torch.cuda.memory_allocated``/``memory_reserved``):
+
+- An allocation counts from its ``alloc`` until its ``free_requested`` (the moment the tensor is
+  released; ``free_completed`` only says the block can be reused). A ``free_completed`` with no
+  ``free_requested`` before it (the trace's ring buffer cut the pair) ends the allocation instead.
+- Reserved memory changes with ``segment_alloc``/``segment_map`` (+) and ``segment_free``/
+  ``segment_unmap`` (-).
+- The trace may start after the program did (``max_entries`` keeps only the newest events, and a
+  profiler-made snapshot omits tensors that existed before profiling). Allocations that were
+  already there are inferred: one freed in the trace without an ``alloc`` in it, and one still
+  active in the final segments without an ``alloc`` in it (matched by block address; where
+  blocks have none, the final active bytes the trace does not explain). Reserved memory at the start is the
+  final segments' size minus the trace's net segment changes.
+
+Sizes are the bytes requested (what trace entries record); segment sizes are what cudaMalloc gave.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Tuple
+
+BEFORE_TRACE = "before-trace"
+"""Key of the one allocation standing for unaddressed blocks that predate the trace."""
+_RESERVE = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
+
+
+@dataclass
+class Allocation:
+    addr: int
+    size: int
+    frames: list
+    category: Optional[str] = None
+    index: int = -1
+    """Trace index of its ``alloc``; -1 when it existed before the trace began."""
+
+
+@dataclass
+class DeviceReplay:
+    """What one device's trace says, in event order (index i = after the i-th trace entry)."""
+
+    device: int
+    entries: int
+    allocated: List[int]
+    reserved: List[int]
+    time_us: List[Optional[float]]
+    initial_allocated: int
+    initial_reserved: int
+    peak_index: int
+    """Index of the first event at which allocated bytes are highest; -1 = before the first event."""
+    live_at_peak: List[Allocation]
+    live_at_end: List[Allocation]
+    ooms: List[dict] = field(default_factory=list)
+
+    @property
+    def peak_allocated(self) -> int:
+        return max([self.initial_allocated, *self.allocated])
+
+    @property
+    def peak_reserved(self) -> int:
+        return max([self.initial_reserved, *self.reserved])
+
+
+def end_blocks(segments: List[dict], device: int) -> Tuple[Optional[Dict[int, Allocation]], int]:
+    """Active blocks of the final state: ({address: allocation} or None, their requested bytes).
+
+    The mapping is None when blocks carry no ``address``: profiler-made snapshots lay blocks out
+    one after another although their tensors can overlap, so a computed address is not a real one.
+    """
+    found: Dict[int, Allocation] = {}
+    total, addressed = 0, True
+    for seg in segments:
+        if seg.get("device", 0) != device:
+            continue
+        for blk in seg.get("blocks", []):
+            if blk.get("state") == "active_allocated":
+                size = blk.get("requested_size", blk["size"])
+                total += size
+                addressed = addressed and "address" in blk
+                if "address" in blk:
+                    found[blk["address"]] = Allocation(
+                        blk["address"], size, blk.get("frames") or [], blk.get("category")
+                    )
+    return (found if addressed else None), total
+
+
+def _classified(entries: List[dict]) -> Iterator[Tuple[int, Optional[str], dict]]:
+    """(index, kind, entry) per entry, kind 'alloc', 'free', 'reserve', 'oom' or None: the one place
+    that decides which entry ends an allocation (see the module docstring)."""
+    requested = set()
+    for i, e in enumerate(entries):
+        action, addr = e.get("action"), e.get("addr")
+        kind = None
+        if action == "alloc":
+            kind = "alloc"
+        elif action == "free_requested":
+            requested.add(addr)
+            kind = "free"
+        elif action == "free_completed":
+            kind = None if addr in requested else "free"
+            requested.discard(addr)
+        elif action in _RESERVE:
+            kind = "reserve"
+        elif action == "oom":
+            kind = "oom"
+        yield i, kind, e
+
+
+def _allocation(e: dict, index: int = -1) -> Allocation:
+    return Allocation(e.get("addr"), e.get("size", 0), e.get("frames") or [], e.get("category"), index)
+
+
+def _preexisting(entries: List[dict], segments: List[dict], device: int) -> Dict[object, Allocation]:
+    """Allocations alive when the trace began (see the module docstring)."""
+    live: Dict[object, Allocation] = {}
+    before: Dict[object, Allocation] = {}
+    for i, kind, e in _classified(entries):
+        addr = e.get("addr")
+        if kind == "alloc":
+            live[addr] = _allocation(e, i)
+        elif kind == "free" and addr in live:
+            del live[addr]
+        elif kind == "free":
+            before[addr] = _allocation(e)
+    final, final_bytes = end_blocks(segments, device)
+    if final is not None:
+        before.update({addr: a for addr, a in final.items() if addr not in live and addr not in before})
+    else:  # no addresses to match: whatever the final state holds beyond the trace's own allocations
+        unexplained = final_bytes - sum(a.size for a in live.values())
+        if unexplained > 0:
+            before[BEFORE_TRACE] = Allocation(BEFORE_TRACE, unexplained, [], "allocated before the trace")
+    return before
+
+
+def _apply(live: Dict[int, Allocation], kind: Optional[str], e: dict, index: int) -> int:
+    """Update ``live`` for one entry; returns the change in allocated bytes."""
+    if kind == "alloc":
+        old = live.get(e.get("addr"))
+        live[e.get("addr")] = _allocation(e, index)
+        return e.get("size", 0) - (old.size if old else 0)
+    if kind == "free":
+        gone = live.pop(e.get("addr"), None)
+        return -gone.size if gone else 0
+    return 0
+
+
+def replay(entries: List[dict], segments: List[dict], device: int) -> DeviceReplay:
+    start = _preexisting(entries, segments, device)
+    live = dict(start)
+    initial_allocated = sum(a.size for a in live.values())
+    final_reserved = sum(s.get("total_size", 0) for s in segments if s.get("device", 0) == device)
+    initial_reserved = final_reserved - sum(_RESERVE.get(e.get("action"), 0) * e.get("size", 0) for e in entries)
+    allocated, reserved, times, ooms = [], [], [], []
+    current, reserving = initial_allocated, initial_reserved
+    peak_value, peak_index = initial_allocated, -1
+    for i, kind, e in _classified(entries):
+        current += _apply(live, kind, e, i)
+        if kind == "reserve":
+            reserving += _RESERVE[e["action"]] * e.get("size", 0)
+        elif kind == "oom":
+            ooms.append(
+                {"index": i, "size": e.get("size", 0), "device_free": e.get("device_free"), "time_us": e.get("time_us")}
+            )
+        allocated.append(current)
+        reserved.append(reserving)
+        times.append(e.get("time_us"))
+        if current > peak_value:
+            peak_value, peak_index = current, i
+    return DeviceReplay(
+        device=device,
+        entries=len(entries),
+        allocated=allocated,
+        reserved=reserved,
+        time_us=times,
+        initial_allocated=initial_allocated,
+        initial_reserved=initial_reserved,
+        peak_index=peak_index,
+        live_at_peak=_live_after(entries, peak_index, start),
+        live_at_end=list(live.values()),
+        ooms=ooms,
+    )
+
+
+def _live_after(entries: List[dict], stop: int, start: Dict[int, Allocation]) -> List[Allocation]:
+    """Allocations alive right after entry ``stop`` (a second, short replay: cheaper than copying
+    the live set at every new maximum)."""
+    live = dict(start)
+    for i, kind, e in _classified(entries[: stop + 1]):
+        _apply(live, kind, e, i)
+    return list(live.values())

@@ -1,0 +1,41 @@
+"""``bridge-plugins memory SNAPSHOT [--compare OTHER] [--json]``: read CUDA memory snapshots.
+
+Reads the pickles that ``torch.cuda.memory._dump_snapshot`` writes (the controller's included)
+without running code from them (see bridge_plugins.analysis.snapshot_loader).
+"""
+
+from __future__ import annotations
+
+import json
+
+from bridge_plugins.cli import UsageError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "memory",
+        help="peaks, allocations by site, leak candidates and segments of a CUDA memory snapshot",
+        description="Summarize a CUDA memory snapshot (torch.cuda.memory._dump_snapshot pickle), or compare two.",
+    )
+    p.add_argument("snapshot", help="snapshot pickle (e.g. memory_snapshot_0.pickle)")
+    p.add_argument("--compare", metavar="OTHER", help="a second snapshot: show OTHER minus SNAPSHOT")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from bridge_plugins.analysis.memory import summarize_snapshot
+    from bridge_plugins.analysis.memory_compare import compare_summaries
+    from bridge_plugins.analysis.memory_text import render_compare, render_summary
+    from bridge_plugins.analysis.snapshot_loader import SnapshotFormatError
+
+    try:
+        if args.compare:
+            result = compare_summaries(summarize_snapshot(args.snapshot, None), summarize_snapshot(args.compare, None))
+            text = render_compare
+        else:
+            result, text = summarize_snapshot(args.snapshot), render_summary
+    except SnapshotFormatError as e:
+        raise UsageError(str(e)) from None
+    print(json.dumps(result, indent=1) if args.json else text(result))
+    return 0
