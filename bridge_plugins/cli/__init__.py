@@ -13,13 +13,8 @@ import importlib
 import sys
 from typing import List, Optional
 
-SUBCOMMANDS = [
-    "summary",
-    "compare",
-    # "summary", "compare", "memory", "report", "trigger": each bridge_plugins/cli/<name>.py
-    "memory",
-    "report",
-]
+SUBCOMMANDS = ["summary", "compare", "memory", "report"]
+"""Each is bridge_plugins/cli/<name>.py."""
 
 
 class UsageError(Exception):
