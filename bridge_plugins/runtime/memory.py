@@ -12,29 +12,22 @@ from __future__ import annotations
 
 import logging
 import pickle
-from pathlib import Path
 
 import torch
 
-from bridge_plugins.config import ProfilingConfig
 from bridge_plugins.artifact_names import oom_snapshot_stem, snapshot_stem, split_suffix
-from bridge_plugins.runtime.artifacts import ArtifactWriter
+from bridge_plugins.runtime.backend import Backend, BackendContext
+from bridge_plugins.runtime.paths import resolve_snapshot_path
 
 log = logging.getLogger("bridge_plugins")
 
 
-def snapshot_path(cfg: ProfilingConfig, output_dir: Path) -> Path:
-    """memory_snapshot_path, resolved under output_dir when relative."""
-    p = Path(cfg.memory_snapshot_path).expanduser()
-    return p if p.is_absolute() else output_dir / p
-
-
-class MemoryHistoryBackend:
+class MemoryHistoryBackend(Backend):
     name = "memory history"
 
-    def __init__(self, cfg: ProfilingConfig, rank: int, output_dir: Path, writer: ArtifactWriter):
-        self.cfg, self.rank, self.writer = cfg, rank, writer
-        path = snapshot_path(cfg, output_dir)
+    def __init__(self, ctx: BackendContext):
+        super().__init__(ctx)
+        path = resolve_snapshot_path(ctx.cfg, ctx.output_dir)
         self.directory = path.parent
         self.stem, self.suffix = split_suffix(path.name)
         self.recording = False
@@ -69,16 +62,7 @@ class MemoryHistoryBackend:
             with open(tmp, "wb") as f:
                 pickle.dump(snapshot, f, protocol=4)
 
-        self.writer.write(what, self.directory, stem, self.suffix, produce)
-
-    def window_begin(self, step: int) -> None:
-        pass
-
-    def step_begin(self, step: int, first: bool) -> None:
-        pass
-
-    def step_end(self, step: int) -> None:
-        pass
+        self.ctx.writer.write(what, self.directory, stem, self.suffix, produce)
 
     def window_end(self, first: int, last: int, sync: bool) -> None:
         self.snapshot_and_stop()

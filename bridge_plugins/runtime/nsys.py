@@ -15,7 +15,7 @@ import logging
 
 import torch
 
-from bridge_plugins.config import ProfilingConfig
+from bridge_plugins.runtime.backend import Backend, BackendContext
 
 log = logging.getLogger("bridge_plugins")
 
@@ -30,11 +30,12 @@ def nvtx_available() -> bool:
         return False
 
 
-class NsysBackend:
+class NsysBackend(Backend):
     name = "nsys"
 
-    def __init__(self, cfg: ProfilingConfig, rank: int):
-        self.cfg, self.rank = cfg, rank
+    def __init__(self, ctx: BackendContext):
+        super().__init__(ctx)
+        cfg = ctx.cfg
         self.cuda = torch.cuda.is_available()
         self.nvtx = nvtx_available()
         self.per_op = cfg.nvtx_per_op or cfg.record_shapes
@@ -78,9 +79,6 @@ class NsysBackend:
         log.info(
             "rank %d: nsys capture range closed after steps %d-%d (%d NVTX step ranges)", self.rank, first, last, self.ranges_emitted
         )
-
-    def on_exit(self) -> None:
-        pass
 
     def abort(self) -> None:
         self._emit_nvtx.close()

@@ -1,0 +1,37 @@
+"""Which backends exist: one line each, the switch that turns it on and where its class lives.
+
+Adding a backend is one file (a ``Backend`` subclass) and one line here. Classes are named by
+import path so that torch is imported only on a rank that profiles. Order matters: windows open
+in this order and close in reverse (LIFO), so the execution-trace observer is running before the
+PyTorch profiler opens its first ``ProfilerStep`` and still running when it closes the last, and
+the memory snapshot is taken after the profilers have stopped.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable, List, NamedTuple
+
+from bridge_plugins.config import ProfilingConfig
+
+
+class Entry(NamedTuple):
+    enabled: Callable[[ProfilingConfig], bool]
+    factory: str  # "module:Class", a Backend subclass
+
+
+BACKENDS = (
+    Entry(lambda c: c.record_memory_history, "bridge_plugins.runtime.memory:MemoryHistoryBackend"),
+    Entry(lambda c: c.use_nsys_profiler, "bridge_plugins.runtime.nsys:NsysBackend"),
+    Entry(lambda c: c.use_pytorch_profiler, "bridge_plugins.runtime.torch_profiler:TorchProfilerBackend"),
+)
+
+
+def enabled_factories(cfg: ProfilingConfig) -> List[Callable]:
+    """The backend classes ``cfg`` turns on, in registry order."""
+    found = []
+    for entry in BACKENDS:
+        if entry.enabled(cfg):
+            module, cls = entry.factory.split(":")
+            found.append(getattr(importlib.import_module(module), cls))
+    return found
