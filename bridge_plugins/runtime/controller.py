@@ -35,43 +35,13 @@ from bridge_plugins.runtime.backend import Backend, BackendContext
 from bridge_plugins.runtime.config_input import config_from
 from bridge_plugins.runtime.paths import resolve_output_dir
 from bridge_plugins.runtime.ranks import detect_rank, detect_world_size
-from bridge_plugins.runtime.registry import enabled_factories
+from bridge_plugins.runtime.registry import build_backends
 from bridge_plugins.runtime.signals import SignalGuard
+from bridge_plugins.runtime.steps import NOOP as _NOOP, StepScope
 
 log = logging.getLogger("bridge_plugins")
 
 _NEVER = 1 << 62  # an int: comparing int < float costs more in the fast path
-
-
-class _NoOp:
-    """The context manager returned for every step that is not profiled."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        return False
-
-
-_NOOP = _NoOp()
-
-
-class _StepScope:
-    """The context manager for a step inside the window (one per controller, reused)."""
-
-    __slots__ = ("ctl", "step")
-
-    def __init__(self, ctl: "ProfilingController"):
-        self.ctl, self.step = ctl, -1
-
-    def __enter__(self) -> None:
-        self.ctl._enter_step(self.step)
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        self.ctl._exit_step(self.step, exc_type)
-        return False
 
 
 class ProfilingController:
@@ -96,7 +66,7 @@ class ProfilingController:
         self._state = "idle"  # idle -> armed -> active -> closing -> done
         self._first: Optional[int] = None
         self._last_seen: Optional[int] = None
-        self._scope = _StepScope(self)
+        self._scope = StepScope(self)
         self._signals = SignalGuard(self._on_sigterm, "profiling")
 
     @classmethod
@@ -142,12 +112,7 @@ class ProfilingController:
             log.error("rank %d: profiling is off for this run: %s; training continues", self.rank, e)
             return self
         self._signals = SignalGuard(self._on_sigterm, f"rank {self.rank}")
-        ctx = BackendContext(cfg, self.rank, world, self.output_dir, self._writer)
-        for factory in enabled_factories(cfg):
-            try:
-                self._backends.append(factory(ctx))
-            except Exception as e:  # a bad path for this backend only (memory_snapshot_path)
-                log.error("rank %d: %s is off for this run (%s); training continues", self.rank, factory.name, e)
+        self._backends = build_backends(BackendContext(cfg, self.rank, world, self.output_dir, self._writer))
         log.info(
             "rank %d: profiling steps %d-%d with %s; artifacts under %s",
             self.rank, cfg.profile_step_start, cfg.profile_step_end - 1,

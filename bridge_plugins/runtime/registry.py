@@ -10,9 +10,13 @@ the memory snapshot is taken after the profilers have stopped.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Callable, List, NamedTuple
 
 from bridge_plugins.config import ProfilingConfig
+from bridge_plugins.runtime.backend import Backend, BackendContext
+
+log = logging.getLogger("bridge_plugins")
 
 
 class Entry(NamedTuple):
@@ -23,6 +27,7 @@ class Entry(NamedTuple):
 BACKENDS = (
     Entry(lambda c: c.record_memory_history, "bridge_plugins.runtime.memory:MemoryHistoryBackend"),
     Entry(lambda c: c.use_nsys_profiler, "bridge_plugins.runtime.nsys:NsysBackend"),
+    Entry(lambda c: c.use_pytorch_profiler and c.pytorch_profiler_collect_chakra, "bridge_plugins.runtime.chakra:ChakraBackend"),
     Entry(lambda c: c.use_pytorch_profiler, "bridge_plugins.runtime.torch_profiler:TorchProfilerBackend"),
 )
 
@@ -35,3 +40,15 @@ def enabled_factories(cfg: ProfilingConfig) -> List[Callable]:
             module, cls = entry.factory.split(":")
             found.append(getattr(importlib.import_module(module), cls))
     return found
+
+
+def build_backends(ctx: BackendContext) -> List[Backend]:
+    """Build every enabled backend; one whose construction fails (a path it cannot use) is off
+    for this run with an error line, and the others still run."""
+    backends = []
+    for factory in enabled_factories(ctx.cfg):
+        try:
+            backends.append(factory(ctx))
+        except Exception as e:
+            log.error("rank %d: %s is off for this run (%s); training continues", ctx.rank, factory.name, e)
+    return backends
