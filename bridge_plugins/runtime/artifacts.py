@@ -65,7 +65,7 @@ class ArtifactWriter:
         t0 = time.perf_counter()
         try:
             with _errors(what, directory / f"{stem}{suffix}"):
-                tmp = staging / f"{stem}{suffix}"
+                tmp = staging / f".partial{suffix}"  # never taken for an artifact, even by a recursive reader
                 produce(str(tmp))
                 st = os.lstat(tmp)
                 if not stat.S_ISREG(st.st_mode):
