@@ -71,10 +71,18 @@ class Job:
     def left_behind(self) -> List[str]:
         """Everything in the trace directory and $TMPDIR that is not a published trace."""
         trace_dir = self.out / "torch_profile"
-        extra = [p.name for p in trace_dir.iterdir() if p.name.startswith(".") or not p.name.endswith(".pt.trace.json.gz")] if trace_dir.exists() else []
+        names = [p.name for p in trace_dir.iterdir()] if trace_dir.exists() else []
+        extra = [n for n in names if n.startswith(".") or not n.endswith(".pt.trace.json.gz")]
         # torch's own: its compile cache (made at import) and torchrun's agent directory
         ours = [p for p in self.tmpdir.iterdir() if not p.name.startswith(("torchinductor_", "torchelastic_"))]
         return extra + [f"$TMPDIR/{p.name}" for p in ours]
+
+    def logged_at(self, text: str) -> float:
+        """When the job logged its first line containing ``text`` (epoch seconds, same clock as time.time())."""
+        import datetime
+
+        line = next(x for x in self.stderr.splitlines() if text in x)
+        return datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
     def traces(self) -> List[Path]:
         return sorted(p for p in (self.out / "torch_profile").glob("*.pt.trace.json.gz") if not p.name.startswith("."))

@@ -10,6 +10,7 @@ files, no uncompressed JSON in $TMPDIR).
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 
@@ -28,8 +29,9 @@ def assert_complete_trace_and_nothing_else(job, steps):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl_c"])
 def test_signal_while_exit_joins_the_export_keeps_the_trace(tmp_path, sig):
-    job = Job(tmp_path, start=1, end=4, steps=5)
+    job = Job(tmp_path, start=1, end=4, steps=5, ops=8000)  # a window whose trace takes ~1 s to write
     job.wait_for("loop done")  # the window closed at step 3; its export runs in the background
+    time.sleep(0.1)  # the job is in `with controller:`'s exit, waiting for the export
     job.proc.send_signal(sig)
     rc = job.finish()
     # the signal still ends the job, after the trace is written (Ctrl-C: as a KeyboardInterrupt)
@@ -40,27 +42,31 @@ def test_signal_while_exit_joins_the_export_keeps_the_trace(tmp_path, sig):
 
 
 def test_second_sigterm_while_the_first_is_handled_keeps_the_trace(tmp_path):
-    job = Job(tmp_path, start=1, end=4, steps=60, sleep_after=0.1)
-    job.wait_for("step 4")  # window closed; export in the background while training goes on
+    job = Job(tmp_path, start=1, end=11, steps=60, ops=8000, sleep_after=0.1)  # a trace that takes ~1 s to write
+    job.wait_for("step 10")  # window closed; its export runs in the background while training goes on
     job.proc.send_signal(signal.SIGTERM)
     time.sleep(0.3)
     job.proc.send_signal(signal.SIGTERM)
+    second = time.time()
     rc = job.finish()
     assert rc == -signal.SIGTERM, job.stderr[-3000:]
-    assert_complete_trace_and_nothing_else(job, {1, 2, 3})
+    assert_complete_trace_and_nothing_else(job, set(range(1, 11)))
+    # both signals came while the trace was being written (a second SIGTERM may then merge with the
+    # first, which is handled only when the export thread lets go of the GIL, or be held)
+    assert second < job.logged_at("wrote PyTorch trace")
 
 
 def test_scancel_under_torchrun_keeps_the_trace(tmp_path):
     """scancel: SIGTERM to the worker, then to torchrun's agent, which sends the worker another."""
     torchrun = [str(VENV_BIN / "torchrun"), "--nnodes", "1", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
                 "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--no-python", str(VENV_BIN / "python")]
-    job = Job(tmp_path, start=1, end=4, steps=60, sleep_after=0.1, cmd_prefix=torchrun)
+    job = Job(tmp_path, start=1, end=11, steps=60, ops=8000, sleep_after=0.1, cmd_prefix=torchrun)
     worker = job.pid()
-    job.wait_for("step 4")
-    import os
-
+    job.wait_for("step 10")  # window closed, export started
     os.kill(worker, signal.SIGTERM)
     time.sleep(0.3)
     job.proc.send_signal(signal.SIGTERM)
+    second = time.time()
     job.finish()
-    assert_complete_trace_and_nothing_else(job, {1, 2, 3})
+    assert_complete_trace_and_nothing_else(job, set(range(1, 11)))
+    assert second < job.logged_at("wrote PyTorch trace")  # the agent was signalled while the trace was written

@@ -37,7 +37,8 @@ from bridge_plugins.runtime.paths import resolve_output_dir
 from bridge_plugins.runtime.ranks import detect_rank, detect_world_size
 from bridge_plugins.runtime.registry import build_backends
 from bridge_plugins.runtime.signals import SignalGuard
-from bridge_plugins.runtime.steps import NOOP as _NOOP, StepScope
+from bridge_plugins.runtime.steps import NOOP as _NOOP
+from bridge_plugins.runtime.steps import StepScope
 
 log = logging.getLogger("bridge_plugins")
 
@@ -126,18 +127,20 @@ class ProfilingController:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         why = f"{exc_type.__name__} raised" if exc_type else "the training loop ended"
-        with self._signals.hold():
-            if self._state == "active":
-                self._close_window(f"{why} after step {self._last_seen}")
-            elif self._state == "armed":
-                cfg = self.config
-                log.warning(
-                    "rank %s: the profiling window (steps %d-%d) was never reached: %s before step %d; "
-                    "nothing was captured by the profilers",
-                    self.rank, cfg.profile_step_start, cfg.profile_step_end - 1, why, cfg.profile_step_start,
-                )
-            self._finish()  # joins background exports: nothing is lost when the job ends
-        self._signals.uninstall()
+        try:
+            with self._signals.hold():  # a held Ctrl-C is raised when it ends
+                if self._state == "active":
+                    self._close_window(f"{why} after step {self._last_seen}")
+                elif self._state == "armed":
+                    cfg = self.config
+                    log.warning(
+                        "rank %s: the profiling window (steps %d-%d) was never reached: %s before step %d; "
+                        "nothing was captured by the profilers",
+                        self.rank, cfg.profile_step_start, cfg.profile_step_end - 1, why, cfg.profile_step_start,
+                    )
+                self._finish()  # joins background exports: nothing is lost when the job ends
+        finally:
+            self._signals.uninstall()
         return False
 
     def _finish(self) -> None:

@@ -27,7 +27,10 @@ class Entry(NamedTuple):
 BACKENDS = (
     Entry(lambda c: c.record_memory_history, "bridge_plugins.runtime.memory:MemoryHistoryBackend"),
     Entry(lambda c: c.use_nsys_profiler, "bridge_plugins.runtime.nsys:NsysBackend"),
-    Entry(lambda c: c.use_pytorch_profiler and c.pytorch_profiler_collect_chakra, "bridge_plugins.runtime.chakra:ChakraBackend"),
+    Entry(
+        lambda c: c.use_pytorch_profiler and c.pytorch_profiler_collect_chakra,
+        "bridge_plugins.runtime.chakra:ChakraBackend",
+    ),
     Entry(lambda c: c.use_pytorch_profiler, "bridge_plugins.runtime.torch_profiler:TorchProfilerBackend"),
 )
 

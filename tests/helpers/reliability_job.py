@@ -24,7 +24,9 @@ def main() -> None:
     sleep_after = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(threadName)s %(message)s")
     extra = json.loads(os.environ.get("BRIDGE_TEST_CONFIG", "{}"))
-    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=start, profile_step_end=end, output_dir=out, **extra)
+    cfg = ProfilingConfig(
+        use_pytorch_profiler=True, profile_step_start=start, profile_step_end=end, output_dir=out, **extra
+    )
     x = torch.ones(4)
     print(f"pid {os.getpid()}", flush=True)
     ctl = ProfilingController(cfg)
