@@ -77,6 +77,19 @@ class Job:
         ours = [p for p in self.tmpdir.iterdir() if not p.name.startswith(("torchinductor_", "torchelastic_"))]
         return extra + [f"$TMPDIR/{p.name}" for p in ours]
 
+    def wait_for_compression(self, timeout: float = 120) -> None:
+        """Block until the trace is being compressed: a hidden ``*.gz`` under torch_profile (the
+        staging file; the first version's predictable temp name too). Then the export thread
+        runs in Python/zlib and lets the main thread handle signals at once."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if any(p.name.startswith(".") for p in (self.out / "torch_profile").rglob("*.gz")):
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(f"job ended before compressing its trace: {self.lines}\n{self.stderr}")
+            time.sleep(0.01)
+        raise AssertionError(f"no trace compression within {timeout} s")
+
     def logged_at(self, text: str) -> float:
         """When the job logged its first line containing ``text`` (epoch seconds, same clock as time.time())."""
         import datetime

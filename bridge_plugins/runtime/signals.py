@@ -41,6 +41,7 @@ class SignalGuard:
         self._depth = 0
         self._saved_int: Any = None
         self._pending: List[Tuple[int, Any]] = []
+        self._logged: set = set()
 
     def install(self) -> None:
         """Take SIGTERM (main thread only; elsewhere Python cannot, and nothing changes)."""
@@ -93,6 +94,8 @@ class SignalGuard:
         if self._depth:
             if all(s != signum for s, _ in self._pending):
                 self._pending.append((signum, frame))
+            if signum not in self._logged:  # once per kind: a second SIGTERM is held like the first
+                self._logged.add(signum)
                 log.warning(
                     "%s: %s received while the profile is being written: held until the write is done "
                     "(SIGKILL abandons it)", self._who, _NAMES.get(signum, signum),

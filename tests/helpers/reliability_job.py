@@ -1,7 +1,8 @@
 """A real profiled job for the fault-injection tests (tests/test_reliability_*.py).
 
-It runs a loop of small real torch operations under ``with ProfilingController(...)``, with a
-window large enough that writing its trace takes a while, and prints what it is doing on
+It runs a loop of small real torch operations under ``with ProfilingController(...)``, OPS per
+window step (a window large enough that writing its trace takes a while, light steps outside it,
+so the main thread is mostly idle and handles a signal at once), and prints what it is doing on
 stdout (``pid N``, ``step N``, ``loop done``) so a test can send a signal at the worst moment.
 Usage: ``python tests/helpers/reliability_job.py OUT START END STEPS [OPS_PER_STEP] [SLEEP_AFTER_WINDOW]``.
 Extra ProfilingConfig fields come as JSON in BRIDGE_TEST_CONFIG.
@@ -33,7 +34,7 @@ def main() -> None:
     with ctl:
         for i in range(steps):
             with ctl.step(i):
-                for _ in range(ops):
+                for _ in range(ops if start <= i < end else 10):  # outside the window: a light step
                     x = x + 1
             print(f"step {i}", flush=True)
             if i >= end and sleep_after:
