@@ -54,3 +54,23 @@ def test_planted_temp_name_is_never_followed_or_opened(tmp_path, plant):
     assert os.path.lexists(planted)  # the neighbour's file is not ours to remove
     planted.unlink()
     assert job.left_behind() == []
+
+
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_something_planted_at_the_final_name_is_never_replaced_or_opened(tmp_path, plant):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    trace_dir = tmp_path / "out" / "torch_profile"
+    trace_dir.mkdir(parents=True)
+    planted = trace_dir / "rank0_steps1-3.pt.trace.json.gz"
+    if plant == "symlink":
+        planted.symlink_to(victim)
+    else:
+        os.mkfifo(planted)
+    job = Job(tmp_path, start=1, end=4, steps=5)
+    rc = job.finish(timeout=90)
+    assert rc == 0, job.stderr[-3000:]
+    assert victim.read_text() == "precious"
+    assert os.path.islink(planted) if plant == "symlink" else os.path.exists(planted)
+    published = trace_dir / "rank0_steps1-3.1.pt.trace.json.gz"  # the next free name
+    assert complete_trace_steps(published) == {1, 2, 3}
