@@ -26,7 +26,7 @@ class Job:
                  cmd_prefix: Optional[List[str]] = None, preexec_fn=None, **config):
         self.out = tmp_path / "out"
         self.tmpdir = tmp_path / "tmp"
-        self.tmpdir.mkdir(exist_ok=True)
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
         args = [str(JOB), str(self.out), str(start), str(end), str(steps), str(ops), str(sleep_after)]
         cmd = (cmd_prefix or [sys.executable]) + args
         env = clean_env(TMPDIR=str(self.tmpdir), BRIDGE_TEST_CONFIG=json.dumps(config))

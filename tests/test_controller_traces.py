@@ -77,3 +77,11 @@ def test_chakra_execution_trace_beside_the_kineto_trace_holds_the_window_only(tm
     assert any(n["name"].startswith("aten::") for n in nodes)
     assert sorted(p.name for p in chakra.parent.iterdir()) == ["rank0_steps2-3.chakra.json",
                                                                "rank0_steps2-3.pt.trace.json.gz"]
+
+
+def test_chakra_without_the_pytorch_profiler_is_warned_about(tmp_path, train_step, caplog):  # noqa: F811
+    cfg = ProfilingConfig(record_memory_history=True, pytorch_profiler_collect_chakra=True, profile_step_start=0,
+                          profile_step_end=1, output_dir=str(tmp_path))
+    run_loop(ProfilingController(cfg, rank=0), train_step, range(2))
+    assert any("collect_chakra=True needs use_pytorch_profiler=True" in r.getMessage() for r in caplog.records)
+    assert not list(tmp_path.rglob("*.chakra.json"))

@@ -33,44 +33,49 @@ def test_signal_while_exit_joins_the_export_keeps_the_trace(tmp_path, sig):
     job.wait_for("loop done")  # the window closed at step 10; its export runs in the background
     job.wait_for_compression()  # the job is in `with controller:`'s exit, waiting for the export
     job.proc.send_signal(sig)
+    sent = time.time()
     rc = job.finish()
     # the signal still ends the job, after the trace is written (Ctrl-C: as a KeyboardInterrupt)
     assert rc == -sig or (sig == signal.SIGINT and rc == 1 and "KeyboardInterrupt" in job.stderr), job.stderr[-3000:]
     assert "controller exited" not in job.lines
     assert_complete_trace_and_nothing_else(job, set(range(1, 11)))
-    assert "held until" in job.stderr  # the signal did arrive while the trace was being written
+    assert sent < job.logged_at("wrote PyTorch trace")  # the signal did arrive while the trace was being written
+
+
+HELD = "SIGTERM received while the profile is being written: held until"
+
+
+def second_sigterm_case(tmp_path, attempts=3, launcher=lambda: None):
+    """SIGTERM while the trace is written in the background, another 0.3 s later. On a loaded
+    machine the job may handle the first only after the second arrived (Python then sees one):
+    that attempt proves nothing about a second SIGTERM, so it is run again, up to ``attempts``."""
+    for attempt in range(attempts):
+        job = Job(tmp_path / f"try{attempt}", start=1, end=21, steps=60, ops=8000, sleep_after=0.1,
+                  cmd_prefix=launcher())  # a trace that takes ~2 s to write
+        worker = job.pid()
+        job.wait_for("step 20")  # window closed; its export runs in the background while training goes on
+        job.wait_for_compression()
+        os.kill(worker, signal.SIGTERM)  # under torchrun: the worker first (scancel), then the agent
+        time.sleep(0.3)
+        job.proc.send_signal(signal.SIGTERM)
+        second = time.time()
+        rc = job.finish()
+        assert_complete_trace_and_nothing_else(job, set(range(1, 21)))  # every attempt: nothing lost
+        assert second < job.logged_at("wrote PyTorch trace")
+        if HELD in job.stderr:  # the second SIGTERM came while the first was being handled
+            return job, rc
+    pytest.fail(f"in {attempts} attempts the second SIGTERM never arrived while the first was handled")
 
 
 def test_second_sigterm_while_the_first_is_handled_keeps_the_trace(tmp_path):
-    job = Job(tmp_path, start=1, end=21, steps=60, ops=8000, sleep_after=0.1)  # a trace that takes ~2 s to write
-    job.wait_for("step 20")  # window closed; its export runs in the background while training goes on
-    job.wait_for_compression()
-    job.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
-    job.proc.send_signal(signal.SIGTERM)
-    second = time.time()
-    rc = job.finish()
-    assert rc == -signal.SIGTERM, job.stderr[-3000:]
-    assert_complete_trace_and_nothing_else(job, set(range(1, 21)))
-    # both signals came while the trace was being written (a second SIGTERM may then merge with the
-    # first, which is handled only when the export thread lets go of the GIL, or be held)
-    assert second < job.logged_at("wrote PyTorch trace")
-    assert "SIGTERM received while the profile is being written: held until" in job.stderr
+    job, rc = second_sigterm_case(tmp_path)
+    assert rc == -signal.SIGTERM, job.stderr[-3000:]  # and SIGTERM still ends the job
 
 
 def test_scancel_under_torchrun_keeps_the_trace(tmp_path):
     """scancel: SIGTERM to the worker, then to torchrun's agent, which sends the worker another."""
-    torchrun = [str(VENV_BIN / "torchrun"), "--nnodes", "1", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+    def torchrun():
+        return [str(VENV_BIN / "torchrun"), "--nnodes", "1", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
                 "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--no-python", str(VENV_BIN / "python")]
-    job = Job(tmp_path, start=1, end=21, steps=60, ops=8000, sleep_after=0.1, cmd_prefix=torchrun)
-    worker = job.pid()
-    job.wait_for("step 20")  # window closed, export started
-    job.wait_for_compression()
-    os.kill(worker, signal.SIGTERM)
-    time.sleep(0.3)
-    job.proc.send_signal(signal.SIGTERM)
-    second = time.time()
-    job.finish()
-    assert_complete_trace_and_nothing_else(job, set(range(1, 21)))
-    assert second < job.logged_at("wrote PyTorch trace")
-    assert "SIGTERM received while the profile is being written: held until" in job.stderr  # the agent was signalled while the trace was written
+
+    second_sigterm_case(tmp_path, launcher=torchrun)

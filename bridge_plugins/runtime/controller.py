@@ -170,7 +170,8 @@ class ProfilingController:
                 return _NOOP
             if step > cfg.profile_step_start:
                 log.warning(
-                    "rank %d: the run starts at step %d, inside the profiling window (steps %d-%d): capturing steps %d-%d",
+                    "rank %d: the run starts at step %d, inside the profiling window (steps %d-%d): "
+                    "capturing steps %d-%d",
                     self.rank, step, cfg.profile_step_start, end - 1, step, end - 1,
                 )
         elif self._state == "active" and (step >= end or step <= self._last_seen):

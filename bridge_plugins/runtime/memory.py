@@ -33,7 +33,8 @@ class MemoryHistoryBackend(Backend):
         self.recording = False
 
     def on_enter(self) -> None:
-        log.info("rank %d: memory snapshots go to %s", self.rank, self.directory / f"{snapshot_stem(self.stem, self.rank, environ={})}{self.suffix}")
+        first = self.directory / f"{snapshot_stem(self.stem, self.rank, environ={})}{self.suffix}"
+        log.info("rank %d: memory snapshots go to %s", self.rank, first)
         if not torch.cuda.is_available():
             log.warning(
                 "rank %d: record_memory_history requested but CUDA is not available: no memory snapshot will be "
