@@ -1,69 +1,123 @@
-"""Artifact naming and writing: atomic, never overwriting, one log line each.
+"""Artifact writing: staged privately, checked, published atomically, never overwriting.
 
-Every file a backend produces is first written to a hidden temporary file in the target
-directory, then published under its final name with ``os.link``, which fails instead of
-replacing an existing file. So a reader never sees a truncated file under a final name, a crash
-mid-write leaves only a ``.tmp`` file, and a restarted job (or a second task that was given the
-same name) gets ``<name>.1<suffix>`` instead of destroying an earlier attempt's profile.
+Every file a backend produces is made inside a fresh private staging directory in the target
+directory (``tempfile.mkdtemp``: an unpredictable name, created exclusively, mode 0700). A
+neighbour on a shared file system can neither guess it nor plant a symlink or a FIFO in it, so we
+never write through a link or block on a pipe. The file is then checked (complete, see
+``verify``), fsynced, and published under its final name with ``os.link``, which fails instead of
+replacing anything already there, and the published entry is checked to be the very file we
+wrote. A reader never sees a truncated file under a final name, a restarted job gets
+``<name>.1<suffix>`` instead of destroying an earlier attempt's profile, and the staging
+directory is removed whatever happens (only SIGKILL can leave one behind: a hidden ``.*.tmp``
+directory).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import stat
+import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, List
-
-from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, restart_tag, split_suffix  # noqa: F401 (re-exported)
+from typing import Callable, Iterator, List, Optional
 
 log = logging.getLogger("bridge_plugins")
 
+
+class ArtifactError(OSError):
+    """Writing an artifact failed; the message names the file that was not written and why."""
+
+
 class ArtifactWriter:
-    """Writes files atomically without overwriting and keeps the list of what was written."""
+    """Writes artifacts safely and keeps the list of what was written."""
 
     def __init__(self) -> None:
         self.paths: List[Path] = []
 
-    def write(self, what: str, directory: Path, stem: str, suffix: str, produce: Callable[[str], None]) -> Path:
-        """Call ``produce(tmp_path)`` to fill a temporary file, then publish it as ``stem+suffix``.
+    def stage(self, what: str, directory: Path, stem: str, suffix: str) -> Path:
+        """Create the target directory if needed and a private staging directory inside it."""
+        with _errors(what, directory / f"{stem}{suffix}"):
+            directory.mkdir(parents=True, exist_ok=True)
+            return Path(tempfile.mkdtemp(prefix=f".{stem}.", suffix=".tmp", dir=directory))
 
-        Returns the final path. Raises whatever ``produce`` or the file system raised, after
-        removing the temporary file; the caller decides whether that is fatal (it never is for
+    def write(
+        self, what: str, directory: Path, stem: str, suffix: str,
+        produce: Callable[[str], None], check: Optional[Callable[[str], None]] = None,
+    ) -> Path:
+        """Call ``produce(path)`` to make the file at a staging path, ``check(path)`` it, and
+        publish it as ``<directory>/<stem><suffix>`` (or ``<stem>.<k><suffix>`` when taken).
+
+        Returns the final path. Raises ArtifactError naming the final path when anything failed;
+        then nothing was published. The caller decides whether that is fatal (it never is for
         profiling: see ProfilingController).
         """
+        return self.publish(what, self.stage(what, directory, stem, suffix), directory, stem, suffix, produce, check)
+
+    def publish(
+        self, what: str, staging: Path, directory: Path, stem: str, suffix: str,
+        produce: Callable[[str], None], check: Optional[Callable[[str], None]] = None,
+    ) -> Path:
+        """Like ``write``, for a staging directory made earlier with ``stage`` (a backend that
+        records into it over the window); the staging directory is removed in every case."""
         t0 = time.perf_counter()
-        directory.mkdir(parents=True, exist_ok=True)
-        tmp = directory / f".{stem}.{os.getpid()}.tmp{suffix}"
         try:
-            produce(str(tmp))
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-            final = _publish(tmp, directory, stem, suffix)
+            with _errors(what, directory / f"{stem}{suffix}"):
+                tmp = staging / f".partial{suffix}"  # never taken for an artifact, even by a recursive reader
+                produce(str(tmp))
+                st = os.lstat(tmp)
+                if not stat.S_ISREG(st.st_mode):
+                    raise ArtifactError(f"{tmp} is not a regular file")
+                if check is not None:
+                    check(str(tmp))
+                fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                final = _link_free_name(tmp, directory, stem, suffix)
+                got = os.lstat(final)
+                if not stat.S_ISREG(got.st_mode) or (got.st_dev, got.st_ino) != (st.st_dev, st.st_ino):
+                    raise ArtifactError(f"{final} is not the file that was written (replaced while publishing)")
         finally:
-            if tmp.exists():
-                tmp.unlink()
-        size = final.stat().st_size
+            shutil.rmtree(staging, ignore_errors=True)
         self.paths.append(final)
-        log.info("wrote %s %s (%s) in %.2f s", what, final, human_size(size), time.perf_counter() - t0)
+        log.info("wrote %s %s (%s) in %.2f s", what, final, human_size(got.st_size), time.perf_counter() - t0)
         return final
 
 
-def _publish(tmp: Path, directory: Path, stem: str, suffix: str) -> Path:
+@contextmanager
+def _errors(what: str, final: Path) -> Iterator[None]:
+    """Name the file in every failure (a full disk says only 'No space left on device')."""
+    try:
+        yield
+    except ArtifactError as e:
+        raise ArtifactError(f"{what} {final} was not written: {e}") from e
+    except Exception as e:
+        raise ArtifactError(f"{what} {final} was not written: {type(e).__name__}: {e}") from e
+    except BaseException as e:  # KeyboardInterrupt, SystemExit: say what is lost, then let it go on
+        log.error("%s %s was not written: interrupted by %s", what, final, type(e).__name__)
+        raise
+
+
+def _link_free_name(tmp: Path, directory: Path, stem: str, suffix: str) -> Path:
     for n in range(10_000):
         final = directory / (f"{stem}{suffix}" if n == 0 else f"{stem}.{n}{suffix}")
         try:
-            os.link(tmp, final)
+            os.link(tmp, final, follow_symlinks=False)  # never replaces, never follows a planted link
             return final
         except FileExistsError:
             continue
         except OSError:
-            # File systems without hard links: rename is atomic but may replace, so check first.
-            if final.exists():
+            # File systems without hard links: rename is atomic but may replace, so check first
+            # (lexists: a dangling symlink counts as taken).
+            if os.path.lexists(final):
                 continue
-            os.replace(tmp, final)
+            os.rename(tmp, final)
             return final
-    raise FileExistsError(f"no free name for {stem}{suffix} in {directory}")
+    raise ArtifactError(f"no free name for {stem}{suffix} in {directory}")
 
 
 def human_size(n: int) -> str:

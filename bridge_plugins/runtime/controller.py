@@ -15,77 +15,41 @@ Design:
 - The window is ``profile_step_start <= i < profile_step_end`` of the global step ``i``. It opens
   at the first step seen inside it (so a run resumed mid-window captures the rest) and closes
   after step ``end-1``, or earlier: on an exception or SIGTERM inside a step, when the loop skips
-  past the end, or when the controller exits first. Every early close writes what was captured
-  and warns with the steps actually captured.
-- A backend that fails (unwritable directory, full disk) is logged as an error and dropped; the
+  past the end or goes back to an earlier step, or when the controller exits first. Every early
+  close writes what was captured and warns with the steps actually captured.
+- Backends (``backend.Backend``) come from one registry (``registry.BACKENDS``). One that fails
+  (a bad path, an unwritable directory, a full disk) is logged as an error and dropped; the
   training job never dies of profiling.
+- Signals (``signals.SignalGuard``): SIGTERM writes what was captured, then takes its course;
+  no SIGTERM or Ctrl-C interrupts a write (they are held until it is done).
 """
 
 from __future__ import annotations
 
 import logging
-import signal
-import threading
-from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
-from bridge_plugins.config import DEFAULT_OUTPUT_DIR, ProfilingConfig
-from bridge_plugins.conflicts import NSYS_UNDER_FT, nsys_allowed
+from bridge_plugins.config import ProfilingConfig
 from bridge_plugins.runtime.artifacts import ArtifactWriter
+from bridge_plugins.runtime.backend import Backend, BackendContext
+from bridge_plugins.runtime.config_input import config_from
+from bridge_plugins.runtime.paths import resolve_output_dir
 from bridge_plugins.runtime.ranks import detect_rank, detect_world_size
+from bridge_plugins.runtime.registry import build_backends
+from bridge_plugins.runtime.signals import SignalGuard
+from bridge_plugins.runtime.steps import NOOP as _NOOP
+from bridge_plugins.runtime.steps import StepScope
 
 log = logging.getLogger("bridge_plugins")
 
 _NEVER = 1 << 62  # an int: comparing int < float costs more in the fast path
 
 
-class _NoOp:
-    """The context manager returned for every step that is not profiled."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        return False
-
-
-_NOOP = _NoOp()
-
-
-class _StepScope:
-    """The context manager for a step inside the window (one per controller, reused)."""
-
-    __slots__ = ("ctl", "step")
-
-    def __init__(self, ctl: "ProfilingController"):
-        self.ctl, self.step = ctl, -1
-
-    def __enter__(self) -> None:
-        self.ctl._enter_step(self.step)
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        self.ctl._exit_step(self.step, exc_type)
-        return False
-
-
-def _profiling_section(cfg: Any) -> Optional[ProfilingConfig]:
-    """Accept our ProfilingConfig, any object with its field names (Megatron Bridge's), or None."""
-    if cfg is None or isinstance(cfg, ProfilingConfig):
-        return cfg
-    return ProfilingConfig.from_object(cfg)
-
-
 class ProfilingController:
     """Starts and stops every profiling backend for exactly the configured steps and ranks."""
 
     def __init__(
-        self,
-        config: Optional[ProfilingConfig],
-        *,
-        rank: Optional[int] = None,
-        world_size: Optional[int] = None,
+        self, config: Optional[ProfilingConfig], *, rank: Optional[int] = None, world_size: Optional[int] = None,
         handle_sigterm: bool = True,
     ):
         if config is not None:
@@ -94,42 +58,29 @@ class ProfilingController:
         self._rank_override, self._world_override = rank, world_size
         self.handle_sigterm = handle_sigterm
         self.rank: Optional[int] = None
+        self.world_size: Optional[int] = None
         self.selected = False
-        self.output_dir: Optional[Path] = None
+        self.output_dir = None
         self._writer = ArtifactWriter()
-        self._backends: List[Any] = []
+        self._backends: List[Backend] = []
         self._next = _NEVER  # step() takes the slow path only for steps >= this
-        self._state = "idle"  # idle -> armed -> active -> done
+        self._state = "idle"  # idle -> armed -> active -> closing -> done
         self._first: Optional[int] = None
-        self._last: Optional[int] = None
         self._last_seen: Optional[int] = None
-        self._scope = _StepScope(self)
-        self._prev_sigterm: Any = signal.SIG_DFL
-        self._sigterm_installed = False
-        self._sigterm_pending: Optional[tuple] = None
+        self._scope = StepScope(self)
+        self._signals = SignalGuard(self._on_sigterm, "profiling")
 
-    # ------------------------------------------------------------------ construction
     @classmethod
     def from_config(cls, cfg: Any, **kwargs: Any) -> "ProfilingController":
-        """Build from a ConfigContainer-like object (``.profiling``, optional ``.ft``), a
-        ProfilingConfig, or None (an inert controller).
+        """Build from a config container (``.profiling``, optional ``.ft``), a ProfilingConfig, an
+        object or mapping with its field names, or None (an inert controller); see config_input.
 
-        With fault tolerance on (``cfg.ft.enable_ft_package``) nsys is switched off with a
-        warning: ft_launcher and an nsys capture range conflict.
+        With fault tolerance on (``cfg.ft.enable_ft_package``) nsys is switched off with a warning.
         """
-        if cfg is None or isinstance(cfg, ProfilingConfig):
-            return cls(cfg, **kwargs)
-        prof = _profiling_section(getattr(cfg, "profiling", None))
-        ft = getattr(cfg, "ft", None)
-        if prof is not None and prof.use_nsys_profiler and not nsys_allowed(fault_tolerance=bool(getattr(ft, "enable_ft_package", False))):
-            log.warning(f"fault tolerance is enabled (ft.enable_ft_package=True): nsys profiling is disabled for this job: {NSYS_UNDER_FT}")
-            from dataclasses import replace
-
-            prof = replace(prof, use_nsys_profiler=False)
-        return cls(prof, **kwargs)
+        return cls(config_from(cfg), **kwargs)
 
     @property
-    def artifacts(self) -> List[Path]:
+    def artifacts(self) -> List:
         """Paths of every file written so far (traces, snapshots)."""
         return list(self._writer.paths)
 
@@ -138,7 +89,7 @@ class ProfilingController:
         """The steps captured by the (current or last) window, or None if it never opened."""
         if self._first is None:
             return None
-        return range(self._first, (self._last if self._last is not None else self._first - 1) + 1)
+        return range(self._first, self._last_seen + 1)
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> "ProfilingController":
@@ -146,7 +97,7 @@ class ProfilingController:
         if cfg is None or not cfg.enabled:
             return self
         self.rank = self._rank_override if self._rank_override is not None else detect_rank()
-        world = self._world_override if self._world_override is not None else detect_world_size()
+        world = self.world_size = self._world_override if self._world_override is not None else detect_world_size()
         outside = [r for r in cfg.profile_ranks if r >= world]
         if outside and self.rank == 0:
             log.warning(
@@ -156,51 +107,45 @@ class ProfilingController:
         self.selected = cfg.profiles_rank(self.rank)
         if not self.selected:
             return self  # an unselected rank does no profiling work at all
-        self.output_dir = Path(cfg.output_dir or DEFAULT_OUTPUT_DIR).expanduser().resolve()
-        self._backends = self._make_backends(cfg)
+        try:
+            self.output_dir = resolve_output_dir(cfg)
+        except ValueError as e:
+            log.error("rank %d: profiling is off for this run: %s; training continues", self.rank, e)
+            return self
+        self._signals = SignalGuard(self._on_sigterm, f"rank {self.rank}")
+        self._backends = build_backends(BackendContext(cfg, self.rank, world, self.output_dir, self._writer))
         log.info(
             "rank %d: profiling steps %d-%d with %s; artifacts under %s",
             self.rank, cfg.profile_step_start, cfg.profile_step_end - 1,
-            ", ".join(b.name for b in self._backends), self.output_dir,
+            ", ".join(b.name for b in self._backends) or "nothing", self.output_dir,
         )
-        for b in list(self._backends):
-            self._call(b, "on_enter")
+        self._each(lambda b: b.on_enter(), "on_enter")
         self._state, self._next = "armed", cfg.profile_step_start
-        self._install_sigterm()
+        if self.handle_sigterm:
+            self._signals.install()
         return self
 
-    def _make_backends(self, cfg: ProfilingConfig) -> List[Any]:
-        backends: List[Any] = []
-        if cfg.use_pytorch_profiler:
-            from bridge_plugins.runtime.torch_profiler import TorchProfilerBackend
-
-            backends.append(TorchProfilerBackend(cfg, self.rank, self.output_dir, self._writer))
-        if cfg.use_nsys_profiler:
-            from bridge_plugins.runtime.nsys import NsysBackend
-
-            backends.append(NsysBackend(cfg, self.rank))
-        if cfg.record_memory_history:
-            from bridge_plugins.runtime.memory import MemoryHistoryBackend
-
-            backends.append(MemoryHistoryBackend(cfg, self.rank, self.output_dir, self._writer))
-        return backends
-
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if self._state == "active":
-            why = f"{exc_type.__name__} raised" if exc_type else "the training loop ended"
-            self._close_window(f"{why} after step {self._last_seen}")
-        elif self._state == "armed":
-            cfg = self.config
-            why = f"{exc_type.__name__} raised" if exc_type else "the training loop ended"
-            log.warning(
-                "rank %s: the profiling window (steps %d-%d) was never reached: %s before step %d; "
-                "nothing was captured by the profilers",
-                self.rank, cfg.profile_step_start, cfg.profile_step_end - 1, why, cfg.profile_step_start,
-            )
-        self._each("on_exit")  # joins background exports: nothing is lost when the job ends
-        self._restore_sigterm()
-        self._state, self._next = "done", _NEVER
+        why = f"{exc_type.__name__} raised" if exc_type else "the training loop ended"
+        try:
+            with self._signals.hold():  # a held Ctrl-C is raised when it ends
+                if self._state == "active":
+                    self._close_window(f"{why} after step {self._last_seen}")
+                elif self._state == "armed":
+                    cfg = self.config
+                    log.warning(
+                        "rank %s: the profiling window (steps %d-%d) was never reached: %s before step %d; "
+                        "nothing was captured by the profilers",
+                        self.rank, cfg.profile_step_start, cfg.profile_step_end - 1, why, cfg.profile_step_start,
+                    )
+                self._finish()  # joins background exports: nothing is lost when the job ends
+        finally:
+            self._signals.uninstall()
         return False
+
+    def _finish(self) -> None:
+        self._state, self._next = "done", _NEVER
+        self._each(lambda b: b.on_exit(), "on_exit")
 
     # ------------------------------------------------------------------ steps
     def step(self, step: int):
@@ -220,16 +165,18 @@ class ProfilingController:
                     "snapshotted now and stops",
                     self.rank, step, cfg.profile_step_start, end - 1,
                 )
-                self._state, self._next = "done", _NEVER
-                self._each("on_exit")
+                with self._signals.hold():
+                    self._finish()
                 return _NOOP
             if step > cfg.profile_step_start:
                 log.warning(
-                    "rank %d: the run starts at step %d, inside the profiling window (steps %d-%d): capturing steps %d-%d",
+                    "rank %d: the run starts at step %d, inside the profiling window (steps %d-%d): "
+                    "capturing steps %d-%d",
                     self.rank, step, cfg.profile_step_start, end - 1, step, end - 1,
                 )
-        elif self._state == "active" and step >= end:
-            self._close_window(f"step {step} came after step {self._last_seen}, skipping past the window end")
+        elif self._state == "active" and (step >= end or step <= self._last_seen):
+            how = "skipping past the window end" if step >= end else "going back (a file's steps must match its name)"
+            self._close_window(f"step {step} came after step {self._last_seen}, {how}")
             return _NOOP
         self._scope.step = step
         return self._scope
@@ -238,108 +185,56 @@ class ProfilingController:
         first = self._state == "armed"
         if first:
             self._state, self._next = "active", -1
-            self._first, self._last = step, None
-            self._each("window_begin", step)
+            self._first = step
+            self._each(lambda b: b.window_begin(step), "window_begin")
         self._last_seen = step
-        self._each("step_begin", step, first)
+        self._each(lambda b: b.step_begin(step, first), "step_begin")
 
     def _exit_step(self, step: int, exc_type) -> None:
         if self._state != "active":  # closed from inside the step (SIGTERM handler)
             return
-        self._each("step_end", step)
-        self._last = step
+        self._each(lambda b: b.step_end(step), "step_end", reverse=True)
         if exc_type is not None:
             self._close_window(f"{exc_type.__name__} raised in step {step}")
         elif step >= self.config.profile_step_end - 1:
             self._close_window(None)
 
     def _close_window(self, reason: Optional[str], sync: bool = False) -> None:
-        """Stop every backend and write what the window captured.
-
-        A SIGTERM that arrives while this runs (``prof.stop()`` and a synchronous export take
-        seconds on big windows) is held until the close is done, then handled.
-        """
-        self._state, self._next = "closing", _NEVER
-        try:
-            self._close_window_now(reason, sync)
-        finally:
-            self._state = "done"
-        if self._sigterm_pending is not None:
-            self._finish_sigterm(*self._sigterm_pending)
-
-    def _close_window_now(self, reason: Optional[str], sync: bool) -> None:
-        first, last = self._first, self._last_seen  # a step interrupted by SIGTERM counts: its events are in
-        self._last = last
-        self._each("window_end", first, last, sync)
-        if reason is not None:
+        """Stop every backend and write what the window captured (signals held meanwhile)."""
+        with self._signals.hold():
+            self._state, self._next = "closing", _NEVER
+            first, last = self._first, self._last_seen  # a step interrupted by SIGTERM counts: its events are in
+            try:
+                self._each(lambda b: b.window_end(first, last, sync), "window_end", reverse=True)
+            finally:
+                self._state = "done"
             cfg = self.config
-            log.warning(
-                "rank %d: profiling window steps %d-%d closed early (%s): captured steps %d-%d",
-                self.rank, cfg.profile_step_start, cfg.profile_step_end - 1, reason, first, last,
-            )
-        else:
-            log.info("rank %d: profiling window closed: captured steps %d-%d", self.rank, first, last)
+            if reason is not None:
+                log.warning(
+                    "rank %d: profiling window steps %d-%d closed early (%s): captured steps %d-%d",
+                    self.rank, cfg.profile_step_start, cfg.profile_step_end - 1, reason, first, last,
+                )
+            else:
+                log.info("rank %d: profiling window closed: captured steps %d-%d", self.rank, first, last)
 
-    # ------------------------------------------------------------------ SIGTERM
-    def _install_sigterm(self) -> None:
-        """Handle SIGTERM on a selected rank from entry to exit (main thread only)."""
-        if not self.handle_sigterm or threading.current_thread() is not threading.main_thread():
-            return
-        try:
-            prev = signal.signal(signal.SIGTERM, self._on_sigterm)
-        except (ValueError, OSError):
-            return
-        # None: a handler installed from C; treat it as the default action
-        self._prev_sigterm = signal.SIG_DFL if prev is None else prev
-        self._sigterm_installed = True
-
-    def _restore_sigterm(self) -> None:
-        if not self._sigterm_installed:
-            return
-        self._sigterm_installed = False
-        try:
-            if signal.getsignal(signal.SIGTERM) == self._on_sigterm:  # leave a later owner's handler alone
-                signal.signal(signal.SIGTERM, self._prev_sigterm)
-        except (ValueError, OSError):
-            pass
-
-    def _on_sigterm(self, signum, frame) -> None:
-        """Write what was captured (close the window, finish background exports, snapshot memory),
-        then let SIGTERM do what it would have done."""
-        self._sigterm_pending = (signum, frame)
-        if self._state == "closing":
-            return  # arrived in the middle of a close, which handles it when it is done
+    def _on_sigterm(self) -> None:
+        """SIGTERM (signals are held): write what was captured; the guard then delivers it."""
         if self._state == "active":
-            self._close_window(f"SIGTERM received during step {self._last_seen}", sync=True)  # handles it at the end
-        else:
-            self._finish_sigterm(signum, frame)
-
-    def _finish_sigterm(self, signum, frame) -> None:
-        self._sigterm_pending = None
-        prev = self._prev_sigterm
-        self._each("on_exit")
-        self._restore_sigterm()
-        if callable(prev):
-            prev(signum, frame)
-        elif prev == signal.SIG_DFL:
-            signal.raise_signal(signum)
+            self._close_window(f"SIGTERM received during step {self._last_seen}", sync=True)
+        self._finish()
 
     # ------------------------------------------------------------------ failure isolation
-    def _each(self, method: str, *args: Any) -> None:
-        for b in list(self._backends):
-            self._call(b, method, *args)
-
-    def _call(self, backend: Any, method: str, *args: Any) -> None:
-        try:
-            getattr(backend, method)(*args)
-        except Exception as e:  # profiling must never kill training
-            log.error(
-                "rank %s: %s failed in %s (%s: %s); it is switched off and training continues",
-                self.rank, backend.name, method, type(e).__name__, e,
-            )
-            if backend in self._backends:
-                self._backends.remove(backend)
+    def _each(self, call: Callable[[Backend], None], what: str, reverse: bool = False) -> None:
+        for b in (list(reversed(self._backends)) if reverse else list(self._backends)):
             try:
-                backend.abort()  # best effort: leave no profiler running, no recording on
-            except Exception:
-                pass
+                call(b)
+            except Exception as e:  # profiling must never kill training
+                log.error(
+                    "rank %s: %s failed in %s (%s: %s); it is switched off and training continues",
+                    self.rank, b.name, what, type(e).__name__, e,
+                )
+                self._backends.remove(b)
+                try:
+                    b.abort()  # best effort: leave no profiler running, no recording on
+                except Exception:
+                    pass

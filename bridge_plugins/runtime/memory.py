@@ -12,35 +12,29 @@ from __future__ import annotations
 
 import logging
 import pickle
-from pathlib import Path
 
 import torch
 
-from bridge_plugins.config import ProfilingConfig
 from bridge_plugins.artifact_names import oom_snapshot_stem, snapshot_stem, split_suffix
-from bridge_plugins.runtime.artifacts import ArtifactWriter
+from bridge_plugins.runtime.backend import Backend, BackendContext
+from bridge_plugins.runtime.paths import resolve_snapshot_path
 
 log = logging.getLogger("bridge_plugins")
 
 
-def snapshot_path(cfg: ProfilingConfig, output_dir: Path) -> Path:
-    """memory_snapshot_path, resolved under output_dir when relative."""
-    p = Path(cfg.memory_snapshot_path).expanduser()
-    return p if p.is_absolute() else output_dir / p
-
-
-class MemoryHistoryBackend:
+class MemoryHistoryBackend(Backend):
     name = "memory history"
 
-    def __init__(self, cfg: ProfilingConfig, rank: int, output_dir: Path, writer: ArtifactWriter):
-        self.cfg, self.rank, self.writer = cfg, rank, writer
-        path = snapshot_path(cfg, output_dir)
+    def __init__(self, ctx: BackendContext):
+        super().__init__(ctx)
+        path = resolve_snapshot_path(ctx.cfg, ctx.output_dir)
         self.directory = path.parent
         self.stem, self.suffix = split_suffix(path.name)
         self.recording = False
 
     def on_enter(self) -> None:
-        log.info("rank %d: memory snapshots go to %s", self.rank, self.directory / f"{snapshot_stem(self.stem, self.rank, environ={})}{self.suffix}")
+        first = self.directory / f"{snapshot_stem(self.stem, self.rank, environ={})}{self.suffix}"
+        log.info("rank %d: memory snapshots go to %s", self.rank, first)
         if not torch.cuda.is_available():
             log.warning(
                 "rank %d: record_memory_history requested but CUDA is not available: no memory snapshot will be "
@@ -69,16 +63,7 @@ class MemoryHistoryBackend:
             with open(tmp, "wb") as f:
                 pickle.dump(snapshot, f, protocol=4)
 
-        self.writer.write(what, self.directory, stem, self.suffix, produce)
-
-    def window_begin(self, step: int) -> None:
-        pass
-
-    def step_begin(self, step: int, first: bool) -> None:
-        pass
-
-    def step_end(self, step: int) -> None:
-        pass
+        self.ctx.writer.write(what, self.directory, stem, self.suffix, produce)
 
     def window_end(self, first: int, last: int, sync: bool) -> None:
         self.snapshot_and_stop()

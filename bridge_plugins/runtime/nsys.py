@@ -15,7 +15,7 @@ import logging
 
 import torch
 
-from bridge_plugins.config import ProfilingConfig
+from bridge_plugins.runtime.backend import Backend, BackendContext
 
 log = logging.getLogger("bridge_plugins")
 
@@ -30,11 +30,12 @@ def nvtx_available() -> bool:
         return False
 
 
-class NsysBackend:
+class NsysBackend(Backend):
     name = "nsys"
 
-    def __init__(self, cfg: ProfilingConfig, rank: int):
-        self.cfg, self.rank = cfg, rank
+    def __init__(self, ctx: BackendContext):
+        super().__init__(ctx)
+        cfg = ctx.cfg
         self.cuda = torch.cuda.is_available()
         self.nvtx = nvtx_available()
         self.per_op = cfg.nvtx_per_op or cfg.record_shapes
@@ -49,7 +50,8 @@ class NsysBackend:
                 "rank %d: nsys profiling requested but CUDA is not available: cudaProfilerStart/Stop are skipped "
                 "(nsys with --capture-range=cudaProfilerApi will record nothing); %s; training continues",
                 self.rank,
-                "NVTX step ranges are still emitted" if self.nvtx else "this torch build has no NVTX, so no step ranges either",
+                "NVTX step ranges are still emitted" if self.nvtx
+                else "this torch build has no NVTX, so no step ranges either",
             )
 
     def window_begin(self, step: int) -> None:
@@ -76,11 +78,9 @@ class NsysBackend:
             torch.cuda.profiler.stop()
             self.capture_started = False
         log.info(
-            "rank %d: nsys capture range closed after steps %d-%d (%d NVTX step ranges)", self.rank, first, last, self.ranges_emitted
+            "rank %d: nsys capture range closed after steps %d-%d (%d NVTX step ranges)",
+            self.rank, first, last, self.ranges_emitted,
         )
-
-    def on_exit(self) -> None:
-        pass
 
     def abort(self) -> None:
         self._emit_nvtx.close()

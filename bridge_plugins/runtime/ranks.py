@@ -1,8 +1,9 @@
 """Which global rank this process is, and how many there are, without assuming a process group.
 
 Order: torch.distributed when initialized, then RANK (torchrun), then SLURM_PROCID (plain srun
-tasks), then 0; the world size likewise from WORLD_SIZE, then the srun step's task count. Megatron Bridge calls ``torch.distributed.get_rank()`` where no process group
-may exist; this never does.
+tasks), then 0; the world size likewise from WORLD_SIZE, then the srun step's task count.
+Megatron Bridge calls ``torch.distributed.get_rank()`` where no process group may exist; this
+never does.
 """
 
 from __future__ import annotations

@@ -1,0 +1,60 @@
+"""The interface every profiling backend implements, and the context each one is built with.
+
+A backend is told about the controller's lifecycle through these methods, in this order:
+``on_enter`` (controller entry), then for the window ``window_begin``, ``step_begin``/``step_end``
+per step, ``window_end``; ``on_exit`` at controller exit (or on SIGTERM) must leave nothing
+pending (background writes joined). ``abort`` is called after any method raised: stop whatever
+is still running, best effort. Every method is a no-op here, so a backend overrides only what it
+needs. The controller calls them inside failure isolation: a backend that raises is logged and
+dropped, and training goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge_plugins.config import ProfilingConfig
+from bridge_plugins.runtime.artifacts import ArtifactWriter
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What a backend is built with: the config, who this rank is, where files go, the writer."""
+
+    cfg: ProfilingConfig
+    rank: int
+    world_size: int
+    output_dir: Path
+    writer: ArtifactWriter
+
+
+class Backend:
+    """Base class of the profiling backends (see the module docstring for the call order)."""
+
+    name = "backend"
+    """How logs name this backend."""
+
+    def __init__(self, ctx: BackendContext) -> None:
+        self.ctx, self.cfg, self.rank = ctx, ctx.cfg, ctx.rank
+
+    def on_enter(self) -> None:
+        """Controller entry, before the model is built."""
+
+    def window_begin(self, step: int) -> None:
+        """The window opens at global step ``step`` (before its ``step_begin``)."""
+
+    def step_begin(self, step: int, first: bool) -> None:
+        """Step ``step`` of the window starts; ``first`` for the window's first step."""
+
+    def step_end(self, step: int) -> None:
+        """Step ``step`` of the window ended normally."""
+
+    def window_end(self, first: int, last: int, sync: bool) -> None:
+        """The window closed after capturing ``first..last``; write now if ``sync`` (SIGTERM)."""
+
+    def on_exit(self) -> None:
+        """Controller exit (or SIGTERM): finish every pending write."""
+
+    def abort(self) -> None:
+        """A method raised: stop anything still running (best effort; errors are ignored)."""

@@ -1,0 +1,42 @@
+"""The two context managers ``ProfilingController.step()`` returns.
+
+``step(i)`` is called every training step, so an unprofiled step must cost almost nothing: one
+shared ``NOOP`` object whose ``__enter__``/``__exit__`` do nothing (a ``with`` on a prebuilt object
+costs ~0.2 us; a generator-based context manager ~1.4 us). Steps inside the window get the
+controller's one reused ``StepScope``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class _NoOp:
+    """The context manager returned for every step that is not profiled."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        return False
+
+
+NOOP = _NoOp()
+
+
+class StepScope:
+    """The context manager for a step inside the window (one per controller, reused)."""
+
+    __slots__ = ("ctl", "step")
+
+    def __init__(self, ctl: Any):
+        self.ctl, self.step = ctl, -1
+
+    def __enter__(self) -> None:
+        self.ctl._enter_step(self.step)
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self.ctl._exit_step(self.step, exc_type)
+        return False

@@ -1,0 +1,54 @@
+"""Checks that a file is complete before it is published, and the gzip step we control.
+
+Why: torch writes traces from C++ and does not raise when a write fails (a full disk, a file size
+limit): the file just stops. A check of the file's end catches that, because both writers end
+their JSON with a fixed footer that a truncated file cannot have. Full JSON parsing is not used:
+a GPU trace can be gigabytes and would need several times that in memory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+
+KINETO_FOOTER = re.compile(rb'\]\s*,\s*"traceName"\s*:\s*"[^"]*"\s*\}\s*$')
+"""How torch.profiler's Chrome trace JSON ends: the traceEvents list, then its traceName."""
+EXECUTION_TRACE_FOOTER = re.compile(rb'\]\s*,\s*"finish_ts"\s*:\s*\d+\s*\}\s*$')
+"""How torch.profiler.ExecutionTraceObserver's JSON ends: the nodes list, then finish_ts."""
+_CHUNK = 1 << 20
+
+
+def check_json_complete(path: str, footer: "re.Pattern[bytes]") -> None:
+    """Raise ValueError unless ``path`` starts a JSON object and ends with ``footer``."""
+    if not os.path.isfile(path):
+        raise ValueError("the profiler wrote no file: its disk is probably full or a file size limit was hit")
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(64).lstrip()
+        f.seek(max(0, size - 4096))
+        tail = f.read()
+    if not head.startswith(b"{") or not footer.search(tail):
+        raise ValueError(
+            f"the profiler wrote an incomplete file ({size} bytes, no closing footer): its disk is probably full "
+            f"or a file size limit was hit"
+        )
+
+
+def gzip_file(src: str, dst: str) -> None:
+    """Compress ``src`` into a new file ``dst`` (created exclusively, never through a link)."""
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with open(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) as out, open(src, "rb") as fin:
+        while chunk := fin.read(_CHUNK):
+            out.write(chunk)
+
+
+def check_gzip_complete(path: str) -> None:
+    """Read the whole gzip stream back: raises on a truncated stream or a CRC mismatch."""
+    try:
+        with gzip.open(path, "rb") as f:
+            while f.read(_CHUNK):
+                pass
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise ValueError(f"the compressed trace is incomplete ({type(e).__name__}: {e})") from e
