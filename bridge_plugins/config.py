@@ -98,8 +98,8 @@ class ProfilingConfig:
 
     @property
     def enabled(self) -> bool:
-        """True when any feature is on (a profiler or memory history)."""
-        return self.use_nsys_profiler or self.use_pytorch_profiler or self.record_memory_history
+        """True when any feature is on (a profiler, memory history, or on-demand requests)."""
+        return self.use_nsys_profiler or self.use_pytorch_profiler or self.record_memory_history or self.on_demand
 
     def profiles_rank(self, rank: int) -> bool:
         """Whether ``rank`` is selected (``[]`` selects every rank)."""

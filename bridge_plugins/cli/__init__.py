@@ -15,6 +15,7 @@ from typing import List, Optional
 
 SUBCOMMANDS = [
     # "summary", "compare", "memory", "report", "trigger": each bridge_plugins/cli/<name>.py
+    "trigger",
 ]
 
 

@@ -89,12 +89,15 @@ class ProfilingController:
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
         handle_sigterm: bool = True,
+        trigger: Optional[int] = None,
     ):
         if config is not None:
             config.validate()  # fiddle and OmegaConf may have built it without __post_init__
         self.config = config
         self._rank_override, self._world_override = rank, world_size
         self.handle_sigterm = handle_sigterm
+        self.trigger = trigger  # the on-demand request this controller's window answers (in its file names)
+        self._on_demand: Any = None  # runtime.on_demand.OnDemandWindows when config.on_demand
         self.rank: Optional[int] = None
         self.selected = False
         self.output_dir: Optional[Path] = None
@@ -135,8 +138,8 @@ class ProfilingController:
 
     @property
     def artifacts(self) -> List[Path]:
-        """Paths of every file written so far (traces, snapshots)."""
-        return list(self._writer.paths)
+        """Paths of every file written so far (traces, snapshots), on-demand windows' included."""
+        return list(self._writer.paths) + (self._on_demand.artifacts if self._on_demand is not None else [])
 
     @property
     def captured_steps(self) -> Optional[range]:
@@ -159,10 +162,18 @@ class ProfilingController:
                 cfg.profile_ranks, outside, world, world - 1,
             )
         self.selected = cfg.profiles_rank(self.rank)
+        self.output_dir = Path(cfg.output_dir or DEFAULT_OUTPUT_DIR).expanduser().resolve()
+        if cfg.on_demand:  # on every rank: a request may name any of them; step() becomes its dispatcher
+            from bridge_plugins.runtime.on_demand import OnDemandWindows
+
+            self._on_demand = OnDemandWindows(self, world).start()
+            self.step = self._on_demand.step
         if not self.selected:
             return self  # an unselected rank does no profiling work at all
-        self.output_dir = Path(cfg.output_dir or DEFAULT_OUTPUT_DIR).expanduser().resolve()
         self._backends = self._make_backends(cfg)
+        if not self._backends:  # on_demand alone: no configured window
+            self.selected = False
+            return self
         log.info(
             "rank %d: profiling steps %d-%d with %s; artifacts under %s",
             self.rank, cfg.profile_step_start, cfg.profile_step_end - 1,
@@ -179,7 +190,7 @@ class ProfilingController:
         if cfg.use_pytorch_profiler:
             from bridge_plugins.runtime.torch_profiler import TorchProfilerBackend
 
-            backends.append(TorchProfilerBackend(cfg, self.rank, self.output_dir, self._writer))
+            backends.append(TorchProfilerBackend(cfg, self.rank, self.output_dir, self._writer, trigger=self.trigger))
         if cfg.use_nsys_profiler:
             from bridge_plugins.runtime.nsys import NsysBackend
 
@@ -187,7 +198,7 @@ class ProfilingController:
         if cfg.record_memory_history:
             from bridge_plugins.runtime.memory import MemoryHistoryBackend
 
-            backends.append(MemoryHistoryBackend(cfg, self.rank, self.output_dir, self._writer))
+            backends.append(MemoryHistoryBackend(cfg, self.rank, self.output_dir, self._writer, trigger=self.trigger))
         return backends
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -205,6 +216,9 @@ class ProfilingController:
         self._each("on_exit")  # joins background exports: nothing is lost when the job ends
         self._restore_sigterm()
         self._state, self._next = "done", _NEVER
+        if self._on_demand is not None:
+            self.__dict__.pop("step", None)
+            self._on_demand.close(exc_type)
         return False
 
     # ------------------------------------------------------------------ steps

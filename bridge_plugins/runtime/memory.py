@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import pickle
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -32,15 +33,15 @@ def snapshot_path(cfg: ProfilingConfig, output_dir: Path) -> Path:
 class MemoryHistoryBackend:
     name = "memory history"
 
-    def __init__(self, cfg: ProfilingConfig, rank: int, output_dir: Path, writer: ArtifactWriter):
-        self.cfg, self.rank, self.writer = cfg, rank, writer
+    def __init__(self, cfg: ProfilingConfig, rank: int, output_dir: Path, writer: ArtifactWriter, trigger: Optional[int] = None):
+        self.cfg, self.rank, self.writer, self.trigger = cfg, rank, writer, trigger
         path = snapshot_path(cfg, output_dir)
         self.directory = path.parent
         self.stem, self.suffix = split_suffix(path.name)
         self.recording = False
 
     def on_enter(self) -> None:
-        log.info("rank %d: memory snapshots go to %s", self.rank, self.directory / f"{snapshot_stem(self.stem, self.rank, environ={})}{self.suffix}")
+        log.info("rank %d: memory snapshots go to %s", self.rank, self.directory / f"{snapshot_stem(self.stem, self.rank, trigger=self.trigger, environ={})}{self.suffix}")
         if not torch.cuda.is_available():
             log.warning(
                 "rank %d: record_memory_history requested but CUDA is not available: no memory snapshot will be "
@@ -87,7 +88,7 @@ class MemoryHistoryBackend:
         if not self.recording:
             return
         try:
-            self._dump(snapshot_stem(self.stem, self.rank), "memory snapshot")
+            self._dump(snapshot_stem(self.stem, self.rank, trigger=self.trigger), "memory snapshot")
         finally:
             self.recording = False
             torch.cuda.memory._record_memory_history(enabled=None)

@@ -33,8 +33,8 @@ def _always_record(step: int) -> ProfilerAction:
 class TorchProfilerBackend:
     name = "pytorch profiler"
 
-    def __init__(self, cfg: ProfilingConfig, rank: int, output_dir: Path, writer: ArtifactWriter):
-        self.cfg, self.rank, self.writer = cfg, rank, writer
+    def __init__(self, cfg: ProfilingConfig, rank: int, output_dir: Path, writer: ArtifactWriter, trigger: Optional[int] = None):
+        self.cfg, self.rank, self.writer, self.trigger = cfg, rank, writer, trigger
         self.trace_dir = output_dir / TORCH_TRACE_DIR
         self.prof: Optional[torch.profiler.profile] = None
         self._thread: Optional[threading.Thread] = None
@@ -78,7 +78,7 @@ class TorchProfilerBackend:
         if prof is None:
             return
         prof.stop()
-        stem = torch_trace_stem(self.rank, first, last)
+        stem = torch_trace_stem(self.rank, first, last, trigger=self.trigger)
         if sync or not self.cfg.background_export:
             self._export(prof, stem)
             return
