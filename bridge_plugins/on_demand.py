@@ -138,13 +138,15 @@ def read_json_file(path: PathLike) -> dict:
         raise
     except OSError as e:
         raise ProtocolError(f"{path} cannot be opened ({e.strerror or e})") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ProtocolError(f"{path} is not a regular file")
         if st.st_size > MAX_FILE_BYTES:
             raise ProtocolError(f"{path} is {st.st_size} bytes, more than the {MAX_FILE_BYTES} a request may have")
-        raw = f.read(MAX_FILE_BYTES + 1)
+        raw = os.read(fd, MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
@@ -286,10 +288,14 @@ def plan_start(progress: Progress, now: float, taken: Iterable[Tuple[int, int]],
     window and the requests already made).
 
     Lead time: a rank reads the requests directory once per poll interval and acts at its next
-    step, rank 0's sample can be a poll interval old, plus SAFETY_S and MARGIN_STEPS.
+    step, rank 0's sample can be a poll interval old, plus SAFETY_S and MARGIN_STEPS. Clocks of
+    the trigger's host and rank 0's are assumed to agree within SAFETY_S (NTP).
     """
     rate = progress.steps_per_s or 0.0
-    elapsed = max(0.0, now - (progress.step_time or now))
+    # A running job's sample is at most two polls and a step old; an older one means training is
+    # paused (evaluation, a checkpoint) at that step, so do not extrapolate past that.
+    stall = 2 * progress.poll_interval_s + (1 / rate if rate else 0.0)
+    elapsed = min(max(0.0, now - (progress.step_time or now)), stall)
     estimate = progress.step + rate * elapsed
     start = math.ceil(estimate + rate * (2 * progress.poll_interval_s + SAFETY_S)) + MARGIN_STEPS
     taken = sorted(taken)
