@@ -245,7 +245,7 @@ def test_triggers_profile_the_requested_steps_into_separate_files(tmp_path, fast
         assert trace_steps(path) == set(range(first, last + 1))
     assert sorted(ctl.artifacts) == sorted(t[0][3] for t in traces.values())
     assert ctl.selected is False  # on_demand alone configures no window
-    assert read_progress(tmp_path).state == "finished" and read_progress(tmp_path).step == step
+    assert read_progress(tmp_path).state == "finished" and read_progress(tmp_path).step <= step  # the last sampled step
 
 
 def test_rules_for_stale_overlapping_hostile_and_other_rank_requests(tmp_path, fast_poll, caplog):
