@@ -250,7 +250,8 @@ def test_triggers_profile_the_requested_steps_into_separate_files(tmp_path, fast
 
 def test_rules_for_stale_overlapping_hostile_and_other_rank_requests(tmp_path, fast_poll, caplog):
     out = tmp_path
-    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=60, profile_step_end=63, on_demand=True, output_dir=str(out))
+    cfg = ProfilingConfig(use_pytorch_profiler=True, record_memory_history=True, profile_step_start=60, profile_step_end=63,
+                          on_demand=True, output_dir=str(out))
     before = publish_request(out, 90, 92, [], False)  # left by an earlier job: ignored without being read
 
     def hostile():
@@ -259,7 +260,8 @@ def test_rules_for_stale_overlapping_hostile_and_other_rank_requests(tmp_path, f
         publish_request(out, 61, 64, [], False)        # 4: overlaps the configured window 60-62
         publish_request(out, 2, 4, [], False)          # 5: stale
         publish_request(out, 80, 82, [1], False)       # 6: names rank 1 only
-        publish_request(out, 84, 86, [0], False)       # 7: accepted
+        publish_request(out, 84, 86, [0], True)        # 7: accepted; memory: no CUDA here, a warning
+        publish_request(out, 50, 52, [0], True)        # 8: accepted; memory stays with the configured history
         d = requests_dir(out)
         _write(d / "20.json", "{garbage")
         (d / "21.json").symlink_to(d / "7.json")
@@ -269,7 +271,7 @@ def test_rules_for_stale_overlapping_hostile_and_other_rank_requests(tmp_path, f
     ctl = loop(ProfilingController(cfg, rank=0, world_size=2), 100, {5: hostile}, sleep=0.02)
     traces = on_demand_traces(out)
     assert {k: [(r, a, b) for r, a, b, _ in v] for k, v in traces.items()} == {
-        None: [(0, 60, 62)], 2: [(0, 70, 72)], 7: [(0, 84, 85)],
+        None: [(0, 60, 62)], 2: [(0, 70, 72)], 7: [(0, 84, 85)], 8: [(0, 50, 51)],
     }
     log = caplog.text
     assert "1 request file(s) from before this job started are ignored" in log and before.id == 1
@@ -278,6 +280,8 @@ def test_rules_for_stale_overlapping_hostile_and_other_rank_requests(tmp_path, f
     assert "on-demand request 5 (steps 2-3) ignored: stale, this rank is already at step" in log
     assert "20.json is not valid JSON" in log and "21.json is a symlink" in log and "22.json is not a regular file" in log
     assert "notes.txt: not a request file name" in log
+    assert "record_memory_history requested but CUDA is not available" in log
+    assert "request 8 (steps 50-51): no memory snapshot of its own, the configured memory history records until step 62" in log
     assert read_progress(out).step == 99  # every step ran
 
 
