@@ -122,6 +122,11 @@ def test_start_is_ahead_by_two_polls_plus_margin_and_clear_of_other_windows():
     assert plan_start(progress(), 1000.0, [(100, 120)], 5) == 132  # a window already over is no obstacle
 
 
+def test_a_paused_job_is_not_extrapolated():
+    # step 100 began 60 s ago (evaluation, a checkpoint): at most 2 polls + 1 step of elapsed time counts
+    assert plan_start(progress(), 1060.0, [], 5) == 100 + 21 + 30 + 2
+
+
 def test_progress_round_trips_and_rejects_wrong_types(tmp_path):
     p = new_progress(state="running", step=3, step_time=1.0, steps_per_s=2.0, poll_interval_s=1.0, world_size=2, window=(4, 6))
     write_progress(tmp_path, p)
