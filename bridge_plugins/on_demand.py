@@ -29,7 +29,7 @@ import stat
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 ON_DEMAND_DIR = "on_demand"
 PROGRESS_FILE = "progress.json"
@@ -40,12 +40,6 @@ DEFAULT_POLL_S = 1.0
 MAX_STEPS = 1000
 """The longest on-demand window: a PyTorch trace of more steps is rarely readable and can be huge."""
 MAX_FILE_BYTES = 64 * 1024
-SAFETY_S = 1.0
-"""Extra lead time on top of two poll intervals: clock differences, a slow file system."""
-MARGIN_STEPS = 2
-"""Extra steps of lead: the rank-0 sample can be one step old, and a rank acts on a request at its next step."""
-FRESH_S = 10.0
-"""Progress older than max(FRESH_S, 5 poll intervals) means the job is not running (or hangs)."""
 
 _REQUEST_NAME = re.compile(r"^(\d{1,18})\.json$")
 PathLike = Union[str, "os.PathLike[str]"]
@@ -238,19 +232,21 @@ def read_progress(output_dir: PathLike) -> Progress:
 
 
 # ----------------------------------------------------------------------------- writing
-def _write_tmp(directory: Path, text: str) -> Path:
+def _write_tmp(directory: Path, text: str, durable: bool) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f".tmp.{os.getpid()}.{time.monotonic_ns()}"
     with open(tmp, "x", encoding="utf-8") as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     return tmp
 
 
 def write_progress(output_dir: PathLike, progress: Progress) -> None:
-    """Replace progress.json atomically (a reader sees the old or the new file, never a half)."""
-    tmp = _write_tmp(on_demand_dir(output_dir), json.dumps(asdict(progress)))
+    """Replace progress.json atomically (a reader sees the old or the new file, never a half).
+    No fsync: it is rewritten every poll interval and worthless after a crash."""
+    tmp = _write_tmp(on_demand_dir(output_dir), json.dumps(asdict(progress)), durable=False)
     os.replace(tmp, progress_path(output_dir))
 
 
@@ -270,7 +266,7 @@ def publish_request(output_dir: PathLike, start: int, end: int, ranks: Sequence[
     rid = max(ids, default=0) + 1
     for _ in range(1000):
         req = Request(rid, start, end, tuple(ranks), memory, time.time())
-        tmp = _write_tmp(directory, json.dumps({**asdict(req), "ranks": list(req.ranks)}))
+        tmp = _write_tmp(directory, json.dumps({**asdict(req), "ranks": list(req.ranks)}), durable=True)
         try:
             os.link(tmp, directory / f"{rid}.json")
             return req
@@ -279,30 +275,3 @@ def publish_request(output_dir: PathLike, start: int, end: int, ranks: Sequence[
         finally:
             tmp.unlink()
     raise OSError(f"no free request id in {directory}")
-
-
-# ----------------------------------------------------------------------------- planning
-def plan_start(progress: Progress, now: float, taken: Iterable[Tuple[int, int]], steps: int) -> int:
-    """The first step of a new ``steps``-step window, far enough ahead that every rank reads the
-    request first, and clear of every window in ``taken`` ([start, end) pairs: the configured
-    window and the requests already made).
-
-    Lead time: a rank reads the requests directory once per poll interval and acts at its next
-    step, rank 0's sample can be a poll interval old, plus SAFETY_S and MARGIN_STEPS. Clocks of
-    the trigger's host and rank 0's are assumed to agree within SAFETY_S (NTP).
-    """
-    rate = progress.steps_per_s or 0.0
-    # A running job's sample is at most two polls and a step old; an older one means training is
-    # paused (evaluation, a checkpoint) at that step, so do not extrapolate past that.
-    stall = 2 * progress.poll_interval_s + (1 / rate if rate else 0.0)
-    elapsed = min(max(0.0, now - (progress.step_time or now)), stall)
-    estimate = progress.step + rate * elapsed
-    start = math.ceil(estimate + rate * (2 * progress.poll_interval_s + SAFETY_S)) + MARGIN_STEPS
-    taken = sorted(taken)
-    moved = True
-    while moved:  # until the window overlaps none of them (they may overlap each other)
-        moved = False
-        for a, b in taken:
-            if a < start + steps and start < b:
-                start, moved = b, True
-    return start

@@ -16,8 +16,9 @@ import torch
 
 from bridge_plugins import ProfilingConfig, ProfilingController, artifact_names
 from bridge_plugins.cli import main as cli_main
+from bridge_plugins.cli.trigger import plan_start
 from bridge_plugins.on_demand import (
-    MAX_FILE_BYTES, POLL_ENV, Progress, ProtocolError, list_requests, plan_start, progress_path, publish_request,
+    MAX_FILE_BYTES, POLL_ENV, Progress, ProtocolError, list_requests, progress_path, publish_request,
     read_progress, read_request, requests_dir, write_progress, new_progress,
 )
 from tests.support import ROOT, clean_env, trace_steps
