@@ -291,14 +291,16 @@ def test_rules_for_stale_overlapping_hostile_and_other_rank_requests(tmp_path, f
     assert read_progress(out).step == 99  # every step ran
 
 
-def test_sigterm_inside_an_on_demand_window_writes_what_it_captured(tmp_path):
+@pytest.mark.parametrize("configured", ["", "use_pytorch_profiler=True, profile_step_start=150, profile_step_end=152, "],
+                         ids=["on_demand_only", "with_a_configured_window_whose_handler_runs_first"])
+def test_sigterm_inside_an_on_demand_window_writes_what_it_captured(tmp_path, configured):
     job = f"""
 import logging, sys, time, torch
 from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.on_demand import publish_request
 logging.basicConfig(level=logging.INFO, stream=sys.stdout)
 out, x = sys.argv[1], torch.randn(32, 32)
-with ProfilingController(ProfilingConfig(on_demand=True, output_dir=out), rank=0) as ctl:
+with ProfilingController(ProfilingConfig({configured}on_demand=True, output_dir=out), rank=0) as ctl:
     for step in range(200):
         with ctl.step(step):
             (x @ x).sum(); time.sleep(0.01)
