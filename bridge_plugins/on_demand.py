@@ -157,7 +157,9 @@ def parse_request(data: dict, where: str = "request", expected_id: Optional[int]
     """Validate a request's fields; ProtocolError naming the first bad one."""
     missing, unknown = sorted(_REQUEST_KEYS - set(data)), sorted(set(data) - _REQUEST_KEYS)
     if missing or unknown:
-        raise ProtocolError(f"{where}: missing keys {missing}, unknown keys {unknown}; expected {sorted(_REQUEST_KEYS)}")
+        raise ProtocolError(
+            f"{where}: missing keys {missing}, unknown keys {unknown}; expected {sorted(_REQUEST_KEYS)}"
+        )
     for key in ("id", "start", "end"):
         if not _is_int(data[key]) or data[key] < 0:
             raise ProtocolError(f"{where}: {key}={data[key]!r} must be an int >= 0")

@@ -32,9 +32,12 @@ FRESH_S = 10.0
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "trigger", help="ask a running job (started with on_demand=True) to profile its next steps",
-        description=__doc__.split("\n\n")[0],
+        description="Ask a running job (started with on_demand=True) to profile its next N steps on the given "
+        "ranks with the PyTorch profiler, no restart. Every named rank captures the same global steps.",
     )
-    p.add_argument("job_dir", metavar="JOB_DIR", help="the job's profiling output_dir (the job directory under NeMo Run)")
+    p.add_argument(
+        "job_dir", metavar="JOB_DIR", help="the job's profiling output_dir (the job directory under NeMo Run)"
+    )
     p.add_argument("--steps", type=int, required=True, help=f"how many steps to profile (1-{MAX_STEPS})")
     p.add_argument("--ranks", default="0", help="global ranks, e.g. 0,1 (default 0), or 'all'")
     p.add_argument("--memory", action="store_true", help="also write a CUDA memory snapshot at the window's end")
@@ -89,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{job_dir} is not a directory; give the job's profiling output_dir")
     if not progress_path(job_dir).exists():
         raise UsageError(
-            f"{progress_path(job_dir)} does not exist: the job under {job_dir} is not running with on-demand profiling; "
+            f"{progress_path(job_dir)} does not exist: the job under {job_dir} is not running with on-demand "
+            f"profiling; "
             f"start it with profiling.on_demand=true (ProfilingConfig(on_demand=True)) and give its output_dir"
         )
     try:

@@ -190,7 +190,9 @@ class ProfilingController:
         if cfg.use_pytorch_profiler:
             from bridge_plugins.runtime.torch_profiler import TorchProfilerBackend
 
-            backends.append(TorchProfilerBackend(cfg, self.rank, self.output_dir, self._writer, trigger=self.trigger))
+            backends.append(
+                TorchProfilerBackend(cfg, self.rank, self.output_dir, self._writer, trigger=self.trigger)
+            )
         if cfg.use_nsys_profiler:
             from bridge_plugins.runtime.nsys import NsysBackend
 

@@ -33,7 +33,9 @@ def snapshot_path(cfg: ProfilingConfig, output_dir: Path) -> Path:
 class MemoryHistoryBackend:
     name = "memory history"
 
-    def __init__(self, cfg: ProfilingConfig, rank: int, output_dir: Path, writer: ArtifactWriter, trigger: Optional[int] = None):
+    def __init__(
+        self, cfg: ProfilingConfig, rank: int, output_dir: Path, writer: ArtifactWriter, trigger: Optional[int] = None
+    ):
         self.cfg, self.rank, self.writer, self.trigger = cfg, rank, writer, trigger
         path = snapshot_path(cfg, output_dir)
         self.directory = path.parent

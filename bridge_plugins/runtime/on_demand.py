@@ -131,7 +131,10 @@ class OnDemandWindows:
             try:
                 self._consider(request, step)
             except Exception as e:  # profiling must never kill training
-                log.error("rank %d: on-demand request %d failed (%s: %s); training continues", self.rank, request.id, type(e).__name__, e)
+                log.error(
+                    "rank %d: on-demand request %d failed (%s: %s); training continues",
+                    self.rank, request.id, type(e).__name__, e,
+                )
         scope = ProfilingController.step(self.ctl, step)  # the configured window (the class's own step)
         for w in self._windows:
             s = w.step(step)
@@ -165,7 +168,10 @@ class OnDemandWindows:
         self._spans.append((req.start, req.end, req.id))
         outside = [r for r in req.ranks if r >= self.world_size]
         if outside and self.rank == 0:
-            log.warning("rank 0: %s names rank(s) %s outside the world of %d: they do not profile", what, outside, self.world_size)
+            log.warning(
+                "rank 0: %s names rank(s) %s outside the world of %d: they do not profile",
+                what, outside, self.world_size,
+            )
         if not req.selects(self.rank):
             log.debug("rank %d: %s does not name this rank", self.rank, what)
             return
@@ -180,7 +186,9 @@ class OnDemandWindows:
             cfg, use_nsys_profiler=False, use_pytorch_profiler=True, record_memory_history=memory, on_demand=False,
             profile_step_start=req.start, profile_step_end=req.end, profile_ranks=[], output_dir=str(self.output_dir),
         )
-        window = ProfilingController(window_cfg, rank=self.rank, world_size=self.world_size, handle_sigterm=False, trigger=req.id)
+        window = ProfilingController(
+            window_cfg, rank=self.rank, world_size=self.world_size, handle_sigterm=False, trigger=req.id
+        )
         window.__enter__()
         self._windows.append(window)
         log.info("rank %d: %s accepted%s", self.rank, what, " with a memory snapshot" if memory else "")

@@ -33,7 +33,9 @@ def _always_record(step: int) -> ProfilerAction:
 class TorchProfilerBackend:
     name = "pytorch profiler"
 
-    def __init__(self, cfg: ProfilingConfig, rank: int, output_dir: Path, writer: ArtifactWriter, trigger: Optional[int] = None):
+    def __init__(
+        self, cfg: ProfilingConfig, rank: int, output_dir: Path, writer: ArtifactWriter, trigger: Optional[int] = None
+    ):
         self.cfg, self.rank, self.writer, self.trigger = cfg, rank, writer, trigger
         self.trace_dir = output_dir / TORCH_TRACE_DIR
         self.prof: Optional[torch.profiler.profile] = None
