@@ -291,6 +291,21 @@ def test_rules_for_stale_overlapping_hostile_and_other_rank_requests(tmp_path, f
     assert read_progress(out).state == "finished"  # the loop ran to its end
 
 
+def test_back_to_back_on_demand_and_configured_windows(tmp_path, fast_poll):
+    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=46, profile_step_end=48, on_demand=True,
+                          output_dir=str(tmp_path))
+
+    def ask():
+        publish_request(tmp_path, 40, 43, [], False)
+        publish_request(tmp_path, 43, 46, [0], False)  # opens at the step after 42, then the configured 46-47
+
+    loop(ProfilingController(cfg, rank=0, world_size=1), 55, {3: ask}, sleep=0.02)
+    traces = {k: [(a, b) for _, a, b, _ in v] for k, v in on_demand_traces(tmp_path).items()}
+    assert traces == {1: [(40, 42)], 2: [(43, 45)], None: [(46, 47)]}
+    for v in on_demand_traces(tmp_path).values():
+        assert trace_steps(v[0][3]) == set(range(v[0][1], v[0][2] + 1))
+
+
 @pytest.mark.parametrize("configured", ["", "use_pytorch_profiler=True, profile_step_start=150, profile_step_end=152, "],
                          ids=["on_demand_only", "with_a_configured_window_whose_handler_runs_first"])
 def test_sigterm_inside_an_on_demand_window_writes_what_it_captured(tmp_path, configured):
