@@ -115,7 +115,9 @@ def _generator_cm():
 
 
 def _make_controllers(tmp: str) -> Dict[str, ProfilingController]:
-    """(b) inert, (c) unselected rank, (d) selected rank with the window far outside the measured steps."""
+    """(b) inert, (c) unselected rank, (d) selected rank with the window far outside the measured steps,
+    (e) on-demand profiling on (rank 0: its poller thread runs, samples a step and rewrites the progress
+    file every poll interval), (f) (d) with on-demand on."""
     ctls = {
         "inert": ProfilingController.from_config(ProfilingConfig()),
         "unselected": ProfilingController.from_config(
@@ -124,6 +126,16 @@ def _make_controllers(tmp: str) -> Dict[str, ProfilingController]:
         "window_outside": ProfilingController.from_config(
             ProfilingConfig(
                 use_pytorch_profiler=True, profile_ranks=[0], output_dir=tmp,
+                profile_step_start=WINDOW_FAR, profile_step_end=WINDOW_FAR + 1,
+            ),
+            rank=0, world_size=2,
+        ),
+        "on_demand": ProfilingController.from_config(
+            ProfilingConfig(on_demand=True, output_dir=tmp), rank=0, world_size=2
+        ),
+        "on_demand_window_outside": ProfilingController.from_config(
+            ProfilingConfig(
+                use_pytorch_profiler=True, profile_ranks=[0], output_dir=tmp, on_demand=True,
                 profile_step_start=WINDOW_FAR, profile_step_end=WINDOW_FAR + 1,
             ),
             rank=0, world_size=2,
@@ -150,6 +162,10 @@ def run_micro(rounds: int, iters: int, seed: int) -> Dict[str, Any]:
         ("unselected", "(c) with ctl.step(i): rank 0 of 2, profile_ranks=[1]", _loop_with_step, ctls["unselected"], True),
         ("window_outside", "(d) with ctl.step(i): rank 0 selected, window 10**9..10**9+1",
          _loop_with_step, ctls["window_outside"], True),
+        ("on_demand", "(e) with ctl.step(i): on_demand=True only, rank 0, poller on", _loop_with_step,
+         ctls["on_demand"], True),
+        ("on_demand_window_outside", "(f) as (d), plus on_demand=True, poller on", _loop_with_step,
+         ctls["on_demand_window_outside"], True),
         ("ref_with_prebuilt", "ref: with <prebuilt no-op object>", _loop_with_obj, _PrebuiltNoOp(), False),
         ("ref_nullcontext", "ref: with contextlib.nullcontext()", _loop_with_factory, contextlib.nullcontext, False),
         ("ref_contextmanager", "ref: with <@contextlib.contextmanager gen>()", _loop_with_factory, _generator_cm, False),
@@ -203,7 +219,13 @@ def run_micro(rounds: int, iters: int, seed: int) -> Dict[str, Any]:
             "ns_per_iter_by_round": vals,
         })
     worst = max(r["overhead_vs_bare_us"] for r in rows if r["controller_variant"])
+    # on-demand on vs off, paired per round: (e) vs the inert (b), (f) vs (d)
+    on_demand = {
+        f"{on}_vs_{off}": statistics.median(a / b for a, b in zip(per_iter[on], per_iter[off]))
+        for on, off in (("on_demand", "inert"), ("on_demand_window_outside", "window_outside"))
+    }
     return {
+        "on_demand_ratio": on_demand,
         "rounds": rounds, "iters_per_round": iters, "seed": seed, "gc_disabled_during_loops": True,
         "variants": rows, "worst_controller_overhead_us": worst, "target_us": TARGET_US,
         "meets_target": worst < TARGET_US,
@@ -220,6 +242,8 @@ def print_micro(res: Dict[str, Any]) -> None:
         rng_s = f"{r['overhead_vs_bare_us_min_round']:+.3f}..{r['overhead_vs_bare_us_max_round']:+.3f}"
         print(f"{r['description']:<62} {r['median_ns_per_iter']:>9.1f} {r['min_ns_per_iter']:>9.1f} "
               f"{r['overhead_vs_bare_us']:>+17.3f} {rng_s:>19} {r['overhead_vs_with_prebuilt_us']:>+17.3f}")
+    for pair, ratio in res["on_demand_ratio"].items():
+        print(f"on-demand on/off, {pair.replace('_vs_', ' vs ')}: x{ratio:.3f} (median of per-round ratios)")
     verdict = "PASS" if res["meets_target"] else "FAIL"
     print(f"worst controller fast path: {res['worst_controller_overhead_us']:.3f} us/step "
           f"(target < {res['target_us']:.0f} us): {verdict}")
@@ -270,6 +294,7 @@ def run_macro(rounds: int, steps: int, warmup: int, threads: int, seed: int) -> 
         ("bare_again", "no controller, again (A/A noise control)", run_bare, None),
         ("unselected", "controller, unselected rank (profile_ranks=[1], rank 0)", run_ctl, ctls["unselected"]),
         ("window_outside", "controller, selected rank, window 10**9..10**9+1", run_ctl, ctls["window_outside"]),
+        ("on_demand", "controller, on_demand=True only (poller on)", run_ctl, ctls["on_demand"]),
     ]
     bp_log = logging.getLogger("bridge_plugins")
     old_level = bp_log.level

@@ -94,9 +94,14 @@ class ProfilingConfig:
         return profiling_config_from_object(obj)
 
     @property
-    def enabled(self) -> bool:
-        """True when any feature is on (a profiler or memory history)."""
+    def has_window(self) -> bool:
+        """True when a configured window has work to do (a profiler or memory history)."""
         return self.use_nsys_profiler or self.use_pytorch_profiler or self.record_memory_history
+
+    @property
+    def enabled(self) -> bool:
+        """True when any feature is on (a profiler, memory history, or on-demand requests)."""
+        return self.has_window or self.on_demand
 
     def profiles_rank(self, rank: int) -> bool:
         """Whether ``rank`` is selected (``[]`` selects every rank)."""

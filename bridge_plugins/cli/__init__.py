@@ -13,7 +13,7 @@ import importlib
 import sys
 from typing import List, Optional
 
-SUBCOMMANDS = ["summary", "compare", "memory", "report"]
+SUBCOMMANDS = ["summary", "compare", "memory", "report", "trigger"]
 """Each is bridge_plugins/cli/<name>.py."""
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from bridge_plugins.config import ProfilingConfig
 from bridge_plugins.runtime.artifacts import ArtifactWriter
@@ -27,6 +28,8 @@ class BackendContext:
     world_size: int
     output_dir: Path
     writer: ArtifactWriter
+    trigger: Optional[int] = None
+    """The on-demand request this window answers (``bridge-plugins trigger``); it goes into file names."""
 
 
 class Backend:

@@ -50,13 +50,15 @@ class ProfilingController:
 
     def __init__(
         self, config: Optional[ProfilingConfig], *, rank: Optional[int] = None, world_size: Optional[int] = None,
-        handle_sigterm: bool = True,
+        handle_sigterm: bool = True, trigger: Optional[int] = None,
     ):
         if config is not None:
             config.validate()  # fiddle and OmegaConf may have built it without __post_init__
         self.config = config
         self._rank_override, self._world_override = rank, world_size
         self.handle_sigterm = handle_sigterm
+        self.trigger = trigger  # the on-demand request this controller's window answers (in its file names)
+        self._on_demand: Any = None  # runtime.on_demand.OnDemandWindows when config.on_demand
         self.rank: Optional[int] = None
         self.world_size: Optional[int] = None
         self.selected = False
@@ -81,8 +83,8 @@ class ProfilingController:
 
     @property
     def artifacts(self) -> List:
-        """Paths of every file written so far (traces, snapshots)."""
-        return list(self._writer.paths)
+        """Paths of every file written so far (traces, snapshots), on-demand windows' included."""
+        return list(self._writer.paths) + (self._on_demand.artifacts if self._on_demand is not None else [])
 
     @property
     def captured_steps(self) -> Optional[range]:
@@ -105,15 +107,24 @@ class ProfilingController:
                 cfg.profile_ranks, outside, world, world - 1,
             )
         self.selected = cfg.profiles_rank(self.rank)
-        if not self.selected:
-            return self  # an unselected rank does no profiling work at all
         try:
             self.output_dir = resolve_output_dir(cfg)
         except ValueError as e:
             log.error("rank %d: profiling is off for this run: %s; training continues", self.rank, e)
+            self.selected = False
             return self
+        if cfg.on_demand:  # on every rank: a request may name any of them; step() becomes its dispatcher
+            from bridge_plugins.runtime.on_demand import OnDemandWindows
+
+            self._on_demand = OnDemandWindows(self, world).start()
+            self.step = self._on_demand.step
+        if not self.selected or not cfg.has_window:
+            self.selected = False
+            return self  # an unselected rank (or on_demand alone) does no profiling work now
         self._signals = SignalGuard(self._on_sigterm, f"rank {self.rank}")
-        self._backends = build_backends(BackendContext(cfg, self.rank, world, self.output_dir, self._writer))
+        self._backends = build_backends(
+            BackendContext(cfg, self.rank, world, self.output_dir, self._writer, self.trigger)
+        )
         log.info(
             "rank %d: profiling steps %d-%d with %s; artifacts under %s",
             self.rank, cfg.profile_step_start, cfg.profile_step_end - 1,
@@ -141,6 +152,9 @@ class ProfilingController:
                 self._finish()  # joins background exports: nothing is lost when the job ends
         finally:
             self._signals.uninstall()
+            if self._on_demand is not None:
+                self.__dict__.pop("step", None)
+                self._on_demand.close(exc_type)
         return False
 
     def _finish(self) -> None:

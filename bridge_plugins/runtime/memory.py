@@ -33,7 +33,7 @@ class MemoryHistoryBackend(Backend):
         self.recording = False
 
     def on_enter(self) -> None:
-        first = self.directory / f"{snapshot_stem(self.stem, self.rank, environ={})}{self.suffix}"
+        first = self.directory / f"{snapshot_stem(self.stem, self.rank, trigger=self.ctx.trigger, environ={})}{self.suffix}"
         log.info("rank %d: memory snapshots go to %s", self.rank, first)
         if not torch.cuda.is_available():
             log.warning(
@@ -72,7 +72,7 @@ class MemoryHistoryBackend(Backend):
         if not self.recording:
             return
         try:
-            self._dump(snapshot_stem(self.stem, self.rank), "memory snapshot")
+            self._dump(snapshot_stem(self.stem, self.rank, trigger=self.ctx.trigger), "memory snapshot")
         finally:
             self.recording = False
             torch.cuda.memory._record_memory_history(enabled=None)

@@ -108,7 +108,7 @@ class TorchProfilerBackend(Backend):
             return
         add_window_metadata(prof, self.ctx, first, last)
         prof.stop()
-        stem = torch_trace_stem(self.rank, first, last)
+        stem = torch_trace_stem(self.rank, first, last, trigger=self.ctx.trigger)
         if sync or not self.cfg.background_export:
             self._export(prof, stem)
             return

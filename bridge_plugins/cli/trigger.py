@@ -1,0 +1,130 @@
+"""``bridge-plugins trigger JOB_DIR --steps N [--ranks 0,1|all] [--memory]``: profile a running job now.
+
+Reads the job's progress (``JOB_DIR/on_demand/progress.json``, written by rank 0 of a job started
+with ``on_demand=True``), picks an absolute start step safely ahead of it and clear of the
+configured window and of earlier requests, and publishes ``JOB_DIR/on_demand/requests/<id>.json``.
+Every rank reads it and the named ranks profile the same steps with the PyTorch profiler. No
+restart; nothing here imports torch or the runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+from typing import Iterable, List, Tuple
+
+from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, torch_trace_stem
+from bridge_plugins.cli import UsageError
+from bridge_plugins.on_demand import (
+    MAX_STEPS, Progress, ProtocolError, progress_path, publish_request, read_progress, valid_requests,
+)
+
+SAFETY_S = 1.0
+"""Extra lead time on top of two poll intervals: clock differences, a slow file system."""
+MARGIN_STEPS = 2
+"""Extra steps of lead: the rank-0 sample can be one step old, and a rank acts on a request at its next step."""
+FRESH_S = 10.0
+"""Progress older than max(FRESH_S, 5 poll intervals) means the job is not running (or hangs)."""
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "trigger", help="ask a running job (started with on_demand=True) to profile its next steps",
+        description="Ask a running job (started with on_demand=True) to profile its next N steps on the given "
+        "ranks with the PyTorch profiler, no restart. Every named rank captures the same global steps.",
+    )
+    p.add_argument(
+        "job_dir", metavar="JOB_DIR", help="the job's profiling output_dir (the job directory under NeMo Run)"
+    )
+    p.add_argument("--steps", type=int, required=True, help=f"how many steps to profile (1-{MAX_STEPS})")
+    p.add_argument("--ranks", default="0", help="global ranks, e.g. 0,1 (default 0), or 'all'")
+    p.add_argument("--memory", action="store_true", help="also write a CUDA memory snapshot at the window's end")
+    p.set_defaults(run=run)
+
+
+def parse_ranks(text: str) -> List[int]:
+    """``all`` -> [] (every rank); ``0,1`` -> [0, 1]."""
+    if text.strip() == "all":
+        return []
+    try:
+        ranks = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--ranks {text!r}: give global ranks separated by commas (e.g. 0,1) or 'all'") from None
+    if any(r < 0 for r in ranks) or len(set(ranks)) != len(ranks):
+        raise UsageError(f"--ranks {text!r}: ranks must be distinct integers >= 0")
+    return ranks
+
+
+def plan_start(progress: Progress, now: float, taken: Iterable[Tuple[int, int]], steps: int) -> int:
+    """The first step of a new ``steps``-step window, far enough ahead that every rank reads the
+    request first, and clear of every window in ``taken`` ([start, end) pairs: the configured
+    window and the requests already made).
+
+    Lead time: a rank reads the requests directory once per poll interval and acts at its next
+    step, rank 0's sample can be a poll interval old, plus SAFETY_S and MARGIN_STEPS. Clocks of
+    the trigger's host and rank 0's are assumed to agree within SAFETY_S (NTP).
+    """
+    rate = progress.steps_per_s or 0.0
+    # A running job's sample is at most two polls and a step old; an older one means training is
+    # paused (evaluation, a checkpoint) at that step, so do not extrapolate past that.
+    stall = 2 * progress.poll_interval_s + (1 / rate if rate else 0.0)
+    elapsed = min(max(0.0, now - (progress.step_time or now)), stall)
+    estimate = progress.step + rate * elapsed
+    start = math.ceil(estimate + rate * (2 * progress.poll_interval_s + SAFETY_S)) + MARGIN_STEPS
+    taken = sorted(taken)
+    moved = True
+    while moved:  # until the window overlaps none of them (they may overlap each other)
+        moved = False
+        for a, b in taken:
+            if a < start + steps and start < b:
+                start, moved = b, True
+    return start
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.steps <= MAX_STEPS:
+        raise UsageError(f"--steps {args.steps}: give 1 to {MAX_STEPS} steps")
+    ranks = parse_ranks(args.ranks)
+    job_dir = Path(args.job_dir)
+    if not job_dir.is_dir():
+        raise UsageError(f"{job_dir} is not a directory; give the job's profiling output_dir")
+    if not progress_path(job_dir).exists():
+        raise UsageError(
+            f"{progress_path(job_dir)} does not exist: the job under {job_dir} is not running with on-demand "
+            f"profiling; "
+            f"start it with profiling.on_demand=true (ProfilingConfig(on_demand=True)) and give its output_dir"
+        )
+    try:
+        progress = read_progress(job_dir)
+    except ProtocolError as e:
+        raise UsageError(str(e)) from None
+    now = time.time()
+    age = now - progress.written
+    if progress.state == "finished":
+        raise UsageError(f"the job under {job_dir} has finished (at step {progress.step}); nothing to profile")
+    if age > max(FRESH_S, 5 * progress.poll_interval_s):
+        raise UsageError(
+            f"{progress_path(job_dir)} was last written {age:.0f} s ago: the job is not running (or hangs); "
+            f"a running job rewrites it every {progress.poll_interval_s:g} s"
+        )
+    if progress.step is None or not progress.steps_per_s:
+        raise UsageError("the job has not reported a step rate yet (it needs two steps); try again in a few seconds")
+    outside = [r for r in ranks if r >= progress.world_size]
+    if outside:
+        raise UsageError(f"--ranks {args.ranks}: rank(s) {outside} outside the job's {progress.world_size} rank(s)")
+    taken = [(r.start, r.end) for r in valid_requests(job_dir)] + ([tuple(progress.window)] if progress.window else [])
+    start = plan_start(progress, now, taken, args.steps)
+    try:
+        req = publish_request(job_dir, start, start + args.steps, ranks, args.memory)
+    except OSError as e:
+        raise UsageError(f"cannot write the request under {job_dir}: {e.strerror or e}") from None
+    seconds = (start - progress.step) / progress.steps_per_s - (now - (progress.step_time or now))
+    named = ranks or list(range(progress.world_size))
+    print(f"request {req.id}: ranks {named} profile steps {req.start}-{req.end - 1}"
+          f"{' with a memory snapshot' if req.memory else ''}; the job was at step ~{progress.step}, "
+          f"{progress.steps_per_s:.2f} steps/s, so it starts in ~{max(seconds, 0):.0f} s")
+    example = torch_trace_stem(named[0], req.start, req.end - 1, trigger=req.id, environ={}) + TORCH_TRACE_SUFFIX
+    print(f"traces: {job_dir / TORCH_TRACE_DIR}/ (e.g. {example}); the job's log says if a rank ignored the request")
+    return 0
