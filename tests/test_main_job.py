@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from bridge_plugins.artifact_names import JOB_REPORT_NAME
 from recipes.__main__ import build_parser, check_args
 from tests.support import has_cuda, run_job, trace_files, trace_steps
 
@@ -45,6 +49,25 @@ def test_main_job_profiles_the_window_on_two_local_ranks(tmp_path):
         assert [p.name for p in paths] == [f"rank{rank}_steps3-5.pt.trace.json.gz"]
         assert trace_steps(paths[0]) == {3, 4, 5}
         assert f"rank {rank}: {paths[0]}" in out
+    assert_offline_report_beside_artifacts(out, job_dirs[0], steps={0: [3, 4, 5], 1: [3, 4, 5]})
+
+
+def assert_offline_report_beside_artifacts(out, job_dir, steps):
+    """The HTML report the job printed exists beside the artifacts, needs no network and holds the job's steps."""
+    line = next((l for l in out.splitlines() if l.startswith("HTML report: ")), None)
+    assert line is not None, "the job prints its HTML report's path"
+    printed = Path(line.split("HTML report: ", 1)[1].split("  ", 1)[0])
+    assert printed == job_dir / JOB_REPORT_NAME and printed.is_file()
+    html = printed.read_text(encoding="utf-8")
+    assert "<script src" not in html.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I), "no remote resource"
+    summary = json.loads(subprocess.run([sys.executable, "-m", "bridge_plugins", "summary", str(job_dir), "--json"],
+                                        capture_output=True, text=True, check=True).stdout)
+    assert {t["rank"]: t["steps"]["captured"] for t in summary["traces"]} == steps
+    captured = sorted({s for ranks in steps.values() for s in ranks})
+    assert f"Steps captured: {', '.join(map(str, captured))}." in html
+    for t in summary["traces"]:
+        assert Path(t["file"]).name in html, "each rank's trace is in the page"
 
 
 def test_nsys_without_an_nsys_binary_fails_before_launch_and_points_to_dryrun(tmp_path):
