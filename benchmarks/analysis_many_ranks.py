@@ -50,7 +50,8 @@ def generate(job_dir: Path, count: int) -> int:
     out.mkdir(parents=True, exist_ok=True)
     total = 0
     for rank in range(count):
-        body = raw.replace(HEADER, b'"distributedInfo": {"backend": "nccl", "rank": %d, "world_size": %d}' % (rank, WORLD))
+        header = b'"distributedInfo": {"backend": "nccl", "rank": %d, "world_size": %d}' % (rank, WORLD)
+        body = raw.replace(HEADER, header)
         name = artifact_names.torch_trace_stem(rank, *STEPS, environ={}) + artifact_names.TORCH_TRACE_SUFFIX
         (out / name).write_bytes(gzip.compress(body, compresslevel=1))
         total += len(body)
@@ -114,7 +115,8 @@ def analysis_part(sizes: List[int], work: Path) -> None:
           f"peak RSS {ra + rb * WORLD:.0f} MB")
     html = work / "report.html"
     wall, rss = measure(["report", str(full), "-o", str(html)], work / "report.out")
-    print(f"report (HTML) of {max(sizes)} files: {wall:.1f} s, peak RSS {rss / 1e6:.0f} MB, page {html.stat().st_size / 1e6:.1f} MB")
+    print(f"report (HTML) of {max(sizes)} files: {wall:.1f} s, peak RSS {rss / 1e6:.0f} MB, "
+          f"page {html.stat().st_size / 1e6:.1f} MB")
 
 
 def ranks_part(work: Path) -> None:
@@ -179,13 +181,15 @@ def sbatch_script(kind: str, ranks: List[int], work: Path) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000], help="rank file counts (default 100 300 1000)")
+    p.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000],
+                   help="rank file counts (default 100 300 1000)")
     p.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temporary one, removed)")
     p.add_argument("--skip-analysis", action="store_true", help="only part 2 (profile_ranks figures)")
     args = p.parse_args()
     print(f"# python -m benchmarks.analysis_many_ranks {' '.join(sys.argv[1:])}")
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
-          f"{len(os.sched_getaffinity(0))} usable CPUs, load average {os.getloadavg()[0]:.1f}, Python {platform.python_version()}")
+          f"{len(os.sched_getaffinity(0))} usable CPUs, load average {os.getloadavg()[0]:.1f}, "
+          f"Python {platform.python_version()}")
     work = args.work or Path(tempfile.mkdtemp(prefix="many_ranks_"))
     try:
         if not args.skip_analysis:

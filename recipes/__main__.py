@@ -199,7 +199,7 @@ def how_to_open(arts, job_dir: Path) -> List[str]:
     if arts.traces or arts.memory:
         out += [
             f"  bridge-plugins summary {job}    # steps, step times, top operators and kernels, per rank",
-            f"  bridge-plugins report {job} --baseline <other job dir> -o compare.html    # the report, against another run",
+            f"  bridge-plugins report {job} --baseline <other job dir> -o compare.html    # against another run",
         ]
     if arts.memory:
         out.append("  bridge-plugins memory <snapshot.pickle>    # peak, timeline and top allocation sites")

@@ -19,7 +19,8 @@ import nemo_run as run
 import pytest
 
 from bridge_plugins.plugins import ProfilingPluginWarning
-from tests.support import ROOT, VENV_BIN, assert_window_traces, job_logs  # noqa: F401 - assert_window_traces: for the Slurm tests
+# assert_window_traces: imported from here by the multi-node tests
+from tests.support import ROOT, VENV_BIN, assert_window_traces, job_logs  # noqa: F401
 
 SLURM_LOG_SUFFIXES = (".out", ".err", ".log")
 """sbatch writes each job's output to ``.out`` (and ``.err``) files; NeMo Run keeps ``.log`` ones."""

@@ -194,3 +194,23 @@ def test_a_failed_jobs_log_tail_leaves_out_kineto_markers_only(tmp_path):
     log.parent.mkdir(parents=True)
     log.write_text("\n".join([f"[default0]:{marker}", "Traceback (most recent call last):", stage, "ValueError: boom", ""]))
     assert log_tail(tmp_path) == ["Traceback (most recent call last):", "ValueError: boom"]
+
+
+def test_job_report_is_a_warning_when_it_cannot_be_written_and_absent_when_nothing_is_readable(tmp_path, capsys):
+    import gzip
+
+    from bridge_plugins import artifact_names
+    from recipes.__main__ import write_html_report
+    assert write_html_report(tmp_path) is None, "no traces or snapshots: no report"
+    traces = tmp_path / artifact_names.TORCH_TRACE_DIR
+    traces.mkdir()
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 0, "dur": 10, "pid": 1, "tid": 1}
+    name = artifact_names.torch_trace_stem(0, 3, 3, environ={}) + artifact_names.TORCH_TRACE_SUFFIX
+    with gzip.open(traces / name, "wt") as f:
+        json.dump({"traceEvents": [step]}, f)
+    (tmp_path / JOB_REPORT_NAME).mkdir()  # something in the way of the report
+    assert write_html_report(tmp_path) is None
+    err = capsys.readouterr().err
+    assert "warning: the HTML report could not be written" in err and "Traceback" not in err
+    (tmp_path / JOB_REPORT_NAME).rmdir()
+    assert write_html_report(tmp_path) == tmp_path / JOB_REPORT_NAME and not capsys.readouterr().err

@@ -126,7 +126,8 @@ def test_script_python_m_recipes_train_under_torchrun(slurm_cluster, tmp_path):
     assert "-m recipes.train" in text and "torchrun" in text, text
     # each selected rank logs where its snapshot goes: the value arrived intact through bash
     for rank in RANKS:
-        assert f"rank {rank}: memory snapshots go to {ran.job_dir}/snaps dir; x/mem snap $HOME 'q' \"dq\"_{rank}.pickle" in ran.full_logs, ran.logs
+        path = f"{ran.job_dir}/snaps dir; x/mem snap $HOME 'q' \"dq\"_{rank}.pickle"
+        assert f"rank {rank}: memory snapshots go to {path}" in ran.full_logs, ran.logs
     assert_window(ran.job_dir)
 
 
