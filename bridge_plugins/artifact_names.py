@@ -41,6 +41,8 @@ NSYS_LOCAL_FILENAME = "profile_%p"
 NSYS_SLURM_FILENAME = "profile_%p_%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_rank%q{SLURM_PROCID}"
 """On Slurm: unique per job, node and task, so nodes never overwrite each other's reports."""
 NSYS_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
+JOB_REPORT_NAME = "profile_report.html"
+"""The offline HTML report the main job (``python -m recipes``) writes in the job directory."""
 
 _TAGS = r"(?P<tags>(?:_(?:trigger|requeue|restart)\d+)*)(?:\.(?P<dup>\d+))?"
 _TRACE_RE = re.compile(r"^rank(?P<rank>\d+)_steps(?P<first>\d+)-(?P<last>\d+)" + _TAGS + r"$")

@@ -79,17 +79,5 @@ def report(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top
     out = ["Artifacts:"] + lines
     if by_file:
         out += ["", to_text(summary).rstrip()]
-    out += ["", "How to open them:"]
-    if arts.traces:
-        tdir = next(iter(arts.traces.values()))[0].parent
-        out += [
-            "  Perfetto UI: open https://ui.perfetto.dev and drag a .pt.trace.json.gz file onto it.",
-            f"  TensorBoard: pip install tensorboard torch-tb-profiler; tensorboard --logdir {tdir.parent}",
-            "              (the PYTORCH_PROFILER tab lists each rank's trace as a worker)",
-        ]
-    if arts.memory:
-        out.append("  Memory snapshots: open https://pytorch.org/memory_viz and drop a .pickle file onto it.")
-    if arts.nsys:
-        out.append("  nsys reports: nsys-ui <file>.nsys-rep, or nsys stats <file>.nsys-rep")
     return "\n".join(out), steps
 

@@ -6,7 +6,8 @@
     python -m recipes --executor slurm --account bridge --partition debug
 
 It waits for the job, showing its progress, and prints the steps captured, every artifact per
-rank with its size, the top operators by self time, and how to open the files.
+rank with its size, the summary tables of ``bridge-plugins summary``, the path of the offline HTML
+report it writes beside the artifacts, and how to open the files.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import shlex
 import shutil
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import List, Optional
 
@@ -184,21 +186,20 @@ def launch_text(request) -> str:
     return "\n".join(lines)
 
 
-def how_to_open(arts, job_dir: Path, html_report: Optional[Path]) -> List[str]:
+def how_to_open(arts, job_dir: Path) -> List[str]:
     """How to read what the job wrote, what works offline first (air-gapped login nodes are common).
 
     ``arts`` is :func:`bridge_plugins.summary.find_artifacts`'s result. Empty when there is nothing
-    to open, so ``--profiler none`` prints no heading.
+    to open, so ``--profiler none`` prints no heading. The HTML report's own line comes before it.
     """
     if not (arts.traces or arts.memory or arts.nsys):
         return []
     out = ["How to open them (offline, on this machine):"]
-    if html_report is not None:
-        out.append(f"  {html_report}    # the HTML report: open it in any browser, no network needed")
+    job = shlex.quote(str(job_dir))
     if arts.traces or arts.memory:
         out += [
-            f"  bridge-plugins summary {shlex.quote(str(job_dir))}    # steps, step times, top operators and kernels, per rank",
-            f"  bridge-plugins report {shlex.quote(str(job_dir))} -o report.html    # one HTML file with charts, opens with no network",
+            f"  bridge-plugins summary {job}    # steps, step times, top operators and kernels, per rank",
+            f"  bridge-plugins report {job} --baseline <other job dir> -o compare.html    # against another run",
         ]
     if arts.memory:
         out.append("  bridge-plugins memory <snapshot.pickle>    # peak, timeline and top allocation sites")
@@ -224,22 +225,23 @@ def memory_note(args: argparse.Namespace, arts, device: Optional[str]) -> Option
 
 
 def write_html_report(job_dir: Path) -> Optional[Path]:
-    """The offline HTML report beside the artifacts, where bridge_plugins.analysis provides it (issue 10).
+    """Write ``bridge-plugins report``'s offline HTML page for the job beside its artifacts; its path.
 
-    Call site for ``bridge_plugins.analysis.write_report(job_dir, path)``; until that exists this
-    returns None. A report that fails is a warning: the job's artifacts are already safe.
+    None when the job left nothing the report can read. A report that fails is a warning, never
+    an error: the job's artifacts are already safe and summarized above.
     """
+    from bridge_plugins.analysis import NothingToRead
+    from bridge_plugins.analysis.report_html import build, write_report
+    from bridge_plugins.artifact_names import JOB_REPORT_NAME
+
     try:
-        from bridge_plugins.analysis import write_report
-    except ImportError:
+        html, _skipped = build([job_dir])  # unreadable files are already listed in the summary above
+        return write_report(html, job_dir / JOB_REPORT_NAME)
+    except NothingToRead:
         return None
-    path = job_dir / "profile_report.html"
-    try:
-        write_report(job_dir, path)
     except Exception as e:  # noqa: BLE001 - reporting must not turn a finished job into a failure
         print(f"[recipes] warning: the HTML report could not be written: {e}", file=sys.stderr)
         return None
-    return path
 
 
 def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]) -> None:
@@ -250,15 +252,17 @@ def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]
         print("No profiling artifacts: the job ran with no profiler (--profiler none).")
         return
     text, steps = report(job_dir)
-    # the "How to open them" part is ours (how_to_open), so it can say what works offline
-    print(text.split("\nHow to open them:", 1)[0].rstrip())
+    print(text)
     if steps:
         print("\nSteps captured per rank: " + ", ".join(f"rank {r}: {s[0]}-{s[-1]}" for r, s in sorted(steps.items()) if s))
     arts = find_artifacts(job_dir)
     note = memory_note(args, arts, device)
     if note:
         print("\n" + note)
-    lines = how_to_open(arts, job_dir, write_html_report(job_dir))
+    html_report = write_html_report(job_dir)
+    if html_report is not None:
+        print(f"\nHTML report: {html_report}  (opens in any browser, no network needed)")
+    lines = how_to_open(arts, job_dir)
     if lines:
         print("\n" + "\n".join(lines))
 
@@ -272,6 +276,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(str(e))
     import nemo_run as run
 
+    from bridge_plugins.plugins.nemo_run_compat import dryrun_request
     from recipes.tiny_gpt import tiny_gpt_recipe
 
     base_dir = str(resolve_base_dir(args.base_dir))
@@ -283,24 +288,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     executor = make_executor(args, base_dir)
     print(f"[recipes] {args.profiler} profiler, window steps {args.start}-{args.end - 1}, ranks "
           f"{args.ranks or 'all'}, {args.nproc} rank(s), {args.steps} steps, executor {args.executor}", flush=True)
-    with run.Experiment(args.name, base_dir=base_dir, enable_goodbye_message=False, log_level="WARN") as exp:
-        exp.add(recipe, executor=executor, plugins=plugins, name="tiny_gpt")
-        if args.dryrun:
-            exp.dryrun(log=False)
-            print(launch_text(exp.jobs[0]._dryrun_info.request))
-            profiling = getattr(getattr(exp.jobs[0].task, "config", None), "profiling", None)
-            if profiling is not None:
-                print(f"job's profiling config: {dict(profiling.__arguments__)}")
-            return 0
-        job = exp.jobs[0]
-        job_dir = Path(job.executor.job_dir)
-        print(f"[recipes] job directory: {job_dir}", flush=True)
-        t0 = time.monotonic()
-        with Progress(job_dir) as progress:
+    # Progress prints the job's log lines while the Experiment waits for the job, which NeMo Run does
+    # when its context exits: ``outer`` closes Progress after that wait (no private wait API needed).
+    with ExitStack() as outer:
+        with run.Experiment(args.name, base_dir=base_dir, enable_goodbye_message=False, log_level="WARN",
+                            skip_status_at_exit=True) as exp:
+            exp.add(recipe, executor=executor, plugins=plugins, name="tiny_gpt")
+            job = exp.jobs[0]
+            if args.dryrun:
+                exp.dryrun(log=False)
+                print(launch_text(dryrun_request(job)))
+                profiling = getattr(getattr(job.task, "config", None), "profiling", None)
+                if profiling is not None:
+                    print(f"job's profiling config: {dict(profiling.__arguments__)}")
+                return 0
+            job_dir = Path(job.executor.job_dir)
+            print(f"[recipes] job directory: {job_dir}", flush=True)
+            t0 = time.monotonic()
+            progress = outer.enter_context(Progress(job_dir))
             exp.run(detach=False, sequential=True)
-            exp._wait_for_jobs(jobs=exp.jobs)  # NeMo Run waits here anyway; we wait inside Progress
-            exp._waited = True
-        state = str(job.status(runner=exp._runner))
+        state = str(job.state)  # Job.wait set it when the Experiment's exit waited for the job
     print(f"\n[recipes] job finished in {time.monotonic() - t0:.1f} s with state {state}")
     print_summary(args, job_dir, progress.device)
     ok = "SUCCEEDED" in state

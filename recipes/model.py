@@ -6,8 +6,6 @@ attention, MLP, layer norm, embedding, loss, backward and optimizer kernels.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -112,8 +110,3 @@ def train_step(model: nn.Module, opt: torch.optim.Optimizer, data: SyntheticToke
     loss.backward()
     opt.step()
     return loss
-
-
-def expected_initial_loss(vocab_size: int) -> float:
-    """Cross entropy of a uniform prediction, a sanity bound for the first step's loss."""
-    return math.log(vocab_size)

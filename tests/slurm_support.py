@@ -13,15 +13,17 @@ import subprocess
 import time
 import warnings
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import nemo_run as run
 import pytest
 
-from bridge_plugins import artifact_names
 from bridge_plugins.plugins import ProfilingPluginWarning
-from tests.support import ROOT, VENV_BIN, trace_files, trace_steps
+# assert_window_traces: imported from here by the multi-node tests
+from tests.support import ROOT, VENV_BIN, assert_window_traces, job_logs  # noqa: F401
 
+SLURM_LOG_SUFFIXES = (".out", ".err", ".log")
+"""sbatch writes each job's output to ``.out`` (and ``.err``) files; NeMo Run keeps ``.log`` ones."""
 SACCT_FIELDS = "JobID,JobName,Account,State,ExitCode,Elapsed,AllocCPUS,NNodes,NodeList"
 """The allocation's accounting line (``sacct -X``) that tests check and report."""
 
@@ -85,12 +87,6 @@ def sacct_line(slurm_id: str, fields: str = "JobID,State,ExitCode", timeout: flo
     return line
 
 
-def job_logs(job_dir: Path, tail: Optional[int] = 4000) -> str:
-    """The job's log files, each cut to its last ``tail`` characters (None: whole)."""
-    return "\n".join(f"==> {p} <==\n{p.read_text(errors='replace')[-tail if tail else 0:]}"
-                     for p in sorted(job_dir.rglob("*")) if p.is_file() and p.suffix in (".out", ".log", ".err"))
-
-
 class Ran:
     """What a finished Slurm job left: NeMo Run status, Slurm id, sacct line, job dir."""
 
@@ -101,8 +97,8 @@ class Ran:
         self.job_dir = Path(self.job.executor.job_dir)
         self.slurm_id = str(self.info["job_id"])
         self.sacct = sacct_line(self.slurm_id)
-        self.logs = job_logs(self.job_dir)  # tails: for failure messages
-        self.full_logs = job_logs(self.job_dir, tail=None)  # to search (multi-node torchrun logs are long)
+        self.full_logs = job_logs(self.job_dir, SLURM_LOG_SUFFIXES)  # to search
+        self.logs = self.full_logs[-8000:]  # the end, for failure messages (multi-node torchrun logs are long)
 
     def sbatch_text(self) -> str:
         return Path(self.job.executor.experiment_dir, f"{self.job.executor.job_name}_sbatch.sh").read_text()
@@ -126,18 +122,6 @@ def run_on_slurm(base_dir: Path, task, executor, plugins, name: str = "tiny_gpt"
             exp.add(task, executor=executor, plugins=plugins, name=name)
             exp.run(detach=False)
     return Ran(exp, exp.status(return_dict=True))
-
-
-def assert_window_traces(output_dir: Path, ranks: Sequence[int], start: int, end: int) -> None:
-    """Exactly one trace per selected rank, distinct names, each holding exactly steps start..end-1."""
-    files = trace_files(output_dir)
-    assert sorted(files) == sorted(ranks), files
-    names = [p.name for paths in files.values() for p in paths]
-    assert len(names) == len(set(names)) == len(ranks), names
-    for rank, paths in files.items():
-        name = artifact_names.torch_trace_stem(rank, start, end - 1, environ={}) + artifact_names.TORCH_TRACE_SUFFIX
-        assert [p.name for p in paths] == [name]
-        assert trace_steps(paths[0]) == set(range(start, end)), (rank, trace_steps(paths[0]))
 
 
 def read_placements(record_dir: Path) -> List[dict]:

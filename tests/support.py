@@ -64,13 +64,19 @@ def assert_window_traces(output_dir: Path, ranks, start: int, end: int) -> None:
     files = trace_files(output_dir)
     assert sorted(files) == sorted(ranks), files
     for rank, paths in files.items():
-        assert [p.name for p in paths] == [artifact_names.torch_trace_stem(rank, start, end - 1) + TORCH_TRACE_SUFFIX]
+        # environ={}: the name a job that was never restarted writes, whatever this process's environment
+        name = artifact_names.torch_trace_stem(rank, start, end - 1, environ={}) + TORCH_TRACE_SUFFIX
+        assert [p.name for p in paths] == [name]
         assert trace_steps(paths[0]) == set(range(start, end)), (rank, trace_steps(paths[0]))
 
 
-def job_logs(job_dir: Path) -> str:
-    """Every log NeMo Run kept for a job, concatenated (for failure messages and log assertions)."""
-    return "\n".join(p.read_text(errors="replace") for p in sorted(Path(job_dir).rglob("*.log")))
+def job_logs(job_dir: Path, suffixes: Tuple[str, ...] = (".log",)) -> str:
+    """Every log NeMo Run kept for a job, concatenated (for failure messages and log assertions).
+
+    Local jobs write ``.log`` files; Slurm jobs write sbatch's ``.out`` (and ``.err``) files.
+    """
+    logs = (p for p in sorted(Path(job_dir).rglob("*")) if p.suffix in suffixes and p.is_file())
+    return "\n".join(p.read_text(errors="replace") for p in logs)
 
 
 FAKE_NSYS = ROOT / "tests" / "helpers" / "fake_nsys"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from bridge_plugins.artifact_names import JOB_REPORT_NAME
 from recipes.__main__ import build_parser, check_args
 from tests.support import has_cuda, run_job, trace_files, trace_steps
 
@@ -45,6 +49,25 @@ def test_main_job_profiles_the_window_on_two_local_ranks(tmp_path):
         assert [p.name for p in paths] == [f"rank{rank}_steps3-5.pt.trace.json.gz"]
         assert trace_steps(paths[0]) == {3, 4, 5}
         assert f"rank {rank}: {paths[0]}" in out
+    assert_offline_report_beside_artifacts(out, job_dirs[0], steps={0: [3, 4, 5], 1: [3, 4, 5]})
+
+
+def assert_offline_report_beside_artifacts(out, job_dir, steps):
+    """The HTML report the job printed exists beside the artifacts, needs no network and holds the job's steps."""
+    line = next((l for l in out.splitlines() if l.startswith("HTML report: ")), None)
+    assert line is not None, "the job prints its HTML report's path"
+    printed = Path(line.split("HTML report: ", 1)[1].split("  ", 1)[0])
+    assert printed == job_dir / JOB_REPORT_NAME and printed.is_file()
+    html = printed.read_text(encoding="utf-8")
+    assert "<script src" not in html.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I), "no remote resource"
+    summary = json.loads(subprocess.run([sys.executable, "-m", "bridge_plugins", "summary", str(job_dir), "--json"],
+                                        capture_output=True, text=True, check=True).stdout)
+    assert {t["rank"]: t["steps"]["captured"] for t in summary["traces"]} == steps
+    captured = sorted({s for ranks in steps.values() for s in ranks})
+    assert f"Steps captured: {', '.join(map(str, captured))}." in html
+    for t in summary["traces"]:
+        assert Path(t["file"]).name in html, "each rank's trace is in the page"
 
 
 def test_nsys_without_an_nsys_binary_fails_before_launch_and_points_to_dryrun(tmp_path):
@@ -171,3 +194,23 @@ def test_a_failed_jobs_log_tail_leaves_out_kineto_markers_only(tmp_path):
     log.parent.mkdir(parents=True)
     log.write_text("\n".join([f"[default0]:{marker}", "Traceback (most recent call last):", stage, "ValueError: boom", ""]))
     assert log_tail(tmp_path) == ["Traceback (most recent call last):", "ValueError: boom"]
+
+
+def test_job_report_is_a_warning_when_it_cannot_be_written_and_absent_when_nothing_is_readable(tmp_path, capsys):
+    import gzip
+
+    from bridge_plugins import artifact_names
+    from recipes.__main__ import write_html_report
+    assert write_html_report(tmp_path) is None, "no traces or snapshots: no report"
+    traces = tmp_path / artifact_names.TORCH_TRACE_DIR
+    traces.mkdir()
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 0, "dur": 10, "pid": 1, "tid": 1}
+    name = artifact_names.torch_trace_stem(0, 3, 3, environ={}) + artifact_names.TORCH_TRACE_SUFFIX
+    with gzip.open(traces / name, "wt") as f:
+        json.dump({"traceEvents": [step]}, f)
+    (tmp_path / JOB_REPORT_NAME).mkdir()  # something in the way of the report
+    assert write_html_report(tmp_path) is None
+    err = capsys.readouterr().err
+    assert "warning: the HTML report could not be written" in err and "Traceback" not in err
+    (tmp_path / JOB_REPORT_NAME).rmdir()
+    assert write_html_report(tmp_path) == tmp_path / JOB_REPORT_NAME and not capsys.readouterr().err

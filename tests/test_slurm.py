@@ -21,10 +21,10 @@ import pytest
 from bridge_plugins import FaultTolerancePlugin, NsysPlugin, PyTorchProfilerPlugin
 from bridge_plugins.plugins import ProfilingPluginWarning
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
-from tests.slurm_support import assert_window_traces, job_env, run_on_slurm, slurm_executor
-from tests.support import ROOT, clean_env, stand_in_nsys
+from tests.slurm_support import job_env, run_on_slurm, slurm_executor
+from tests.support import ROOT, assert_window_traces, clean_env, stand_in_nsys
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("nemo_home")]  # isolated NeMo Run home (conftest.py)
 
 START, END, STEPS = 3, 6, 8
 RANKS = [0, 1]
@@ -35,12 +35,6 @@ SMALL_ARGS = [f"train.train_iters={STEPS}", "model.hidden_size=32"]
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def home(nemo_home):
-    """Every test gets an isolated NeMo Run home (tests/conftest.py)."""
-    return nemo_home
 
 
 def assert_window(output_dir: Path) -> None:
@@ -61,7 +55,7 @@ def test_partial_two_slurm_tasks_without_launcher(slurm_cluster, tmp_path):
                        [pytorch_plugin()])
     ran.assert_succeeded()
     # Two Slurm tasks, one process group built from SLURM_PROCID/SLURM_STEP_NUM_TASKS.
-    assert "training 8 steps on 2 rank(s)" in ran.logs, ran.logs
+    assert "training 8 steps on 2 rank(s)" in ran.full_logs, ran.logs
     assert_window(ran.job_dir)
 
 
@@ -72,7 +66,7 @@ def test_partial_torchrun_two_ranks_in_one_task(slurm_cluster, tmp_path):
     ran.assert_succeeded()
     text = ran.sbatch_text()
     assert "torchrun" in text and "--ntasks-per-node=1" in text, text
-    assert "training 8 steps on 2 rank(s)" in ran.logs, ran.logs
+    assert "training 8 steps on 2 rank(s)" in ran.full_logs, ran.logs
     assert_window(ran.job_dir)
 
 
@@ -118,7 +112,7 @@ def test_script_overrides_survive_sbatch_srun_tasks(slurm_cluster, tmp_path):
         assert f"profiling.memory_snapshot_path={json.dumps(AWKWARD)}" in rec["argv"], rec["argv"]
         assert rec["output_dir"] == str(ran.job_dir) and rec["profile_ranks"] == RANKS, rec
     # On CPU no snapshot is written; the job says so and trains on.
-    assert "record_memory_history requested but CUDA is not available" in ran.logs
+    assert "record_memory_history requested but CUDA is not available" in ran.full_logs, ran.logs
     assert_window(ran.job_dir)
 
 
@@ -132,7 +126,8 @@ def test_script_python_m_recipes_train_under_torchrun(slurm_cluster, tmp_path):
     assert "-m recipes.train" in text and "torchrun" in text, text
     # each selected rank logs where its snapshot goes: the value arrived intact through bash
     for rank in RANKS:
-        assert f"rank {rank}: memory snapshots go to {ran.job_dir}/snaps dir; x/mem snap $HOME 'q' \"dq\"_{rank}.pickle" in ran.logs, ran.logs
+        path = f"{ran.job_dir}/snaps dir; x/mem snap $HOME 'q' \"dq\"_{rank}.pickle"
+        assert f"rank {rank}: memory snapshots go to {path}" in ran.full_logs, ran.logs
     assert_window(ran.job_dir)
 
 
@@ -169,8 +164,8 @@ def test_nsys_one_report_per_slurm_task(slurm_cluster, tmp_path):
     reports = sorted(report_dir.glob("*.nsys-rep"))
     assert sorted(str(p) for p in reports) == sorted(o + ".nsys-rep" for o in outputs)
     # On CPU the job skips cudaProfilerStart/Stop but still runs the window on both ranks.
-    assert "nsys profiling requested but CUDA is not available" in ran.logs
-    assert "training 8 steps on 2 rank(s)" in ran.logs
+    assert "nsys profiling requested but CUDA is not available" in ran.full_logs, ran.logs
+    assert "training 8 steps on 2 rank(s)" in ran.full_logs, ran.logs
 
 
 # --------------------------------------------------------------------------------------------
