@@ -8,6 +8,8 @@ import gzip
 import json
 import re
 
+import pytest
+
 from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.artifact_names import parse
 from tests.support import trace_steps
@@ -35,6 +37,36 @@ def test_trace_carries_distributed_info_and_the_window_without_a_process_group(t
     assert (meta["rank"], meta["world_size"]) == (3, 4)
     assert meta["config"]["profile_ranks"] == [3] and meta["config"]["use_pytorch_profiler"] is True
     assert trace_steps(path) == {2, 3, 4}
+
+
+def test_config_values_json_would_escape_leave_the_trace_valid_json(tmp_path, train_step):  # noqa: F811
+    """Kineto turns every backslash of a metadata value into '/': a path holding a double quote,
+    a backslash or a non-ASCII letter once made the whole trace invalid JSON (seen on Slurm)."""
+    awkward = 'snaps dir; x/mem snap $HOME \'q\' "dq" back\\slash.pickle'
+    out = tmp_path / "répertoire"
+    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=1, profile_step_end=3,
+                          memory_snapshot_path=awkward, output_dir=str(out))
+    ctl = run_loop(ProfilingController(cfg), train_step, range(4))
+    (path,) = ctl.artifacts
+    meta = load(path)["bridge_plugins"]  # parses: nothing corrupted
+    assert meta["config"]["output_dir"] == str(out)  # non-ASCII kept as UTF-8, no escape needed
+    assert meta["percent_encoded"] == ["memory_snapshot_path"]
+    from urllib.parse import unquote
+
+    assert unquote(meta["config"]["memory_snapshot_path"]) == awkward
+    assert trace_steps(path) == {1, 2}
+
+
+def test_a_trace_whose_metadata_is_not_json_is_refused(tmp_path):
+    """The check that stops such a trace from being published (what kineto made of a quote)."""
+    from bridge_plugins.runtime.verify import check_kineto_header
+
+    good = '{\n "schemaVersion": 1,\n "a": {"s": "q x"},\n "traceEvents": [\n {"ph": "X"}\n ],\n "traceName": "t"\n}'
+    (tmp_path / "good.json").write_text(good)
+    check_kineto_header(str(tmp_path / "good.json"))
+    (tmp_path / "bad.json").write_text(good.replace('"q x"', '"a/"b"'))
+    with pytest.raises(ValueError, match="metadata is not valid JSON"):
+        check_kineto_header(str(tmp_path / "bad.json"))
 
 
 def events(path):

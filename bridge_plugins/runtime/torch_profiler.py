@@ -24,7 +24,9 @@ from torch.profiler import ProfilerAction, ProfilerActivity
 from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, torch_trace_stem
 from bridge_plugins.runtime.backend import Backend, BackendContext
 from bridge_plugins.runtime.trace_metadata import add_distributed_info, add_window_metadata
-from bridge_plugins.runtime.verify import KINETO_FOOTER, check_gzip_complete, check_json_complete, gzip_file
+from bridge_plugins.runtime.verify import (
+    KINETO_FOOTER, check_gzip_complete, check_json_complete, check_kineto_header, gzip_file,
+)
 
 log = logging.getLogger("bridge_plugins")
 
@@ -50,6 +52,7 @@ def export_gzip_trace(prof: torch.profiler.profile, path: str) -> None:
     try:
         prof.export_chrome_trace(json_path)
         check_json_complete(json_path, KINETO_FOOTER)
+        check_kineto_header(json_path)
         gzip_file(json_path, path)
     finally:
         if os.path.lexists(json_path):

@@ -9,6 +9,7 @@ a GPU trace can be gigabytes and would need several times that in memory.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import zlib
@@ -34,6 +35,30 @@ def check_json_complete(path: str, footer: "re.Pattern[bytes]") -> None:
             f"the profiler wrote an incomplete file ({size} bytes, no closing footer): its disk is probably full "
             f"or a file size limit was hit"
         )
+
+
+def check_kineto_header(path: str, limit: int = 64 << 20) -> None:
+    """Raise ValueError unless the part of a Chrome trace before ``"traceEvents"`` parses as JSON.
+
+    That part holds the metadata (``distributedInfo``, ours, ``deviceProperties``), which kineto
+    copies in verbatim except for turning backslashes into '/': a bad value there once broke whole
+    traces while the footer check passed. The events themselves are kineto's own output.
+    """
+    marker = b'"traceEvents"'
+    head = b""
+    with open(path, "rb") as f:
+        while marker not in head and len(head) < limit:
+            chunk = f.read(_CHUNK)
+            if not chunk:
+                break
+            head += chunk
+    at = head.find(marker)
+    if at < 0:
+        raise ValueError("the profiler wrote a trace without a traceEvents list")
+    try:
+        json.loads(head[:at].decode("utf-8") + '"traceEvents": []}')
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"the trace's metadata is not valid JSON ({e}); it was not published") from e
 
 
 def gzip_file(src: str, dst: str) -> None:
