@@ -87,5 +87,6 @@ def test_trigger_a_job_running_on_two_nodes(slurm_cluster, tmp_path):
         assert written == sorted(by_rank[rank] for by_rank in traces.values() if rank in by_rank), r
         assert {artifact_names.parse(p).rank for p in written} == {rank}, written
     progress = read_progress(out)
-    assert (progress.host, progress.world_size) == (nodes[0], WORLD)  # rank 0 published it, from n1
+    assert (progress.host, progress.world_size, progress.poll_interval_s) == (nodes[0], WORLD, 0.25)  # rank 0, n1
+    assert ran.full_logs.count("(polled every 0.25 s)") == 1, ran.logs  # rank 0 states the interval it uses
     print("sacct:", "|".join(acct[f] for f in SACCT_FIELDS.split(",")))
