@@ -128,3 +128,15 @@ def read_placements(record_dir: Path) -> List[dict]:
     """The records tests/slurm_job.py's job wrote, one per process, sorted by global rank."""
     records = [json.loads(p.read_text()) for p in sorted(Path(record_dir).glob("placement.*.json"))]
     return sorted(records, key=lambda r: int(r["rank"]))
+
+
+def assert_placement(records, nodes, ntasks_per_node: int, world_size: int) -> None:
+    """Ranks are laid out node by node, and each process's host is the node its SLURM_NODEID names."""
+    assert [int(r["rank"]) for r in records] == list(range(world_size)), records
+    for r in records:
+        rank, env = int(r["rank"]), r["env"]
+        node_id = rank // ntasks_per_node
+        assert env["SLURM_NODEID"] == str(node_id), r
+        assert r["host"] == nodes[node_id] == env["SLURMD_NODENAME"], r
+        assert env["WORLD_SIZE"] == str(world_size), r
+        assert env["LOCAL_RANK"] == str(rank % ntasks_per_node), r

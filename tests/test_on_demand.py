@@ -14,34 +14,15 @@ import time
 import pytest
 import torch
 
-from bridge_plugins import ProfilingConfig, ProfilingController, artifact_names
+from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.cli import main as cli_main
 from bridge_plugins.cli.trigger import plan_start
 from bridge_plugins.on_demand import (
     MAX_FILE_BYTES, POLL_ENV, Progress, ProtocolError, list_requests, progress_path, publish_request,
     read_progress, read_request, requests_dir, write_progress, new_progress,
 )
+from tests.on_demand_support import on_demand_traces, wait_for
 from tests.support import ROOT, clean_env, trace_steps
-
-
-def on_demand_traces(out):
-    """{trigger id (None: configured window): (rank, first, last)} of the PyTorch traces under out."""
-    found = {}
-    for p in sorted((out / artifact_names.TORCH_TRACE_DIR).glob("*" + artifact_names.TORCH_TRACE_SUFFIX)):
-        name = artifact_names.parse(p)
-        if name is None:  # a trace still being written (hidden temporary name)
-            continue
-        found.setdefault(name.trigger, []).append((name.rank, name.first_step, name.last_step, p))
-    return found
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 # ----------------------------------------------------------------------------- protocol

@@ -22,7 +22,7 @@ from bridge_plugins import NsysPlugin, PyTorchProfilerPlugin, artifact_names
 from recipes.tiny_gpt import tiny_gpt_config
 from tests.slurm_job import pretrain_recording_placement
 from tests.slurm_support import (
-    assert_window_traces, job_env, read_placements, require_nodes, run_on_slurm, slurm_executor,
+    assert_placement, assert_window_traces, job_env, read_placements, require_nodes, run_on_slurm, slurm_executor,
 )
 from tests.support import stand_in_nsys
 
@@ -47,18 +47,6 @@ def two_nodes(slurm_cluster):
 def placement_task(record_dir: Path) -> run.Partial:
     record_dir.mkdir()
     return run.Partial(pretrain_recording_placement, config=tiny_gpt_config(**SMALL), record_dir=str(record_dir))
-
-
-def assert_placement(records, nodes, ntasks_per_node: int, world_size: int) -> None:
-    """Ranks are laid out node by node, and each process's host is the node its SLURM_NODEID names."""
-    assert [int(r["rank"]) for r in records] == list(range(world_size)), records
-    for r in records:
-        rank, env = int(r["rank"]), r["env"]
-        node_id = rank // ntasks_per_node
-        assert env["SLURM_NODEID"] == str(node_id), r
-        assert r["host"] == nodes[node_id] == env["SLURMD_NODENAME"], r
-        assert env["WORLD_SIZE"] == str(world_size), r
-        assert env["LOCAL_RANK"] == str(rank % ntasks_per_node), r
 
 
 def assert_traces_written_by_their_rank(records, output_dir: Path, ranks) -> None:

@@ -80,7 +80,7 @@ class OnDemandWindows:
         if self.rank == 0:
             log.info(
                 "on-demand profiling on: `bridge-plugins trigger %s --steps N` profiles the next N steps "
-                "(polled every %.1f s)", self.output_dir, self.interval,
+                "(polled every %g s)", self.output_dir, self.interval,
             )
         return self
 
