@@ -93,8 +93,10 @@ def analysis_part(sizes: List[int], work: Path) -> None:
     t0 = time.perf_counter()
     raw_total = generate(full, max(sizes))
     gz_total = sum(p.stat().st_size for p in (full / artifact_names.TORCH_TRACE_DIR).iterdir())
-    print(f"generated {max(sizes)} rank files in {time.perf_counter() - t0:.1f} s: "
-          f"{raw_total / max(sizes) / 1e6:.2f} MB raw, {gz_total / max(sizes) / 1e3:.0f} kB gzip (level 1) each")
+    print(
+        f"generated {max(sizes)} rank files in {time.perf_counter() - t0:.1f} s: "
+        f"{raw_total / max(sizes) / 1e6:.2f} MB raw, {gz_total / max(sizes) / 1e3:.0f} kB gzip (level 1) each"
+    )
     print(f"{'files':>6} {'raw GB':>7} {'wall s':>7} {'ms/file':>8} {'MB/s':>6} {'peak RSS MB':>11} {'JSON MB':>8}")
     walls, rsss = [], []
     for n in sizes:
@@ -106,17 +108,23 @@ def analysis_part(sizes: List[int], work: Path) -> None:
         raw = raw_total / max(sizes) * n
         walls.append(wall)
         rsss.append(rss / 1e6)
-        print(f"{n:>6} {raw / 1e9:>7.2f} {wall:>7.1f} {1000 * wall / n:>8.1f} {raw / 1e6 / wall:>6.1f} "
-              f"{rss / 1e6:>11.0f} {out_bytes / 1e6:>8.1f}")
+        print(
+            f"{n:>6} {raw / 1e9:>7.2f} {wall:>7.1f} {1000 * wall / n:>8.1f} {raw / 1e6 / wall:>6.1f} "
+            f"{rss / 1e6:>11.0f} {out_bytes / 1e6:>8.1f}"
+        )
     a, b = fit([float(n) for n in sizes], walls)
     ra, rb = fit([float(n) for n in sizes], rsss)
     print(f"fit: wall = {a:.1f} s + {1000 * b:.1f} ms/file   peak RSS = {ra:.0f} MB + {1000 * rb:.1f} kB/file")
-    print(f"extrapolated to {WORLD} files: wall {a + b * WORLD:.0f} s ({(a + b * WORLD) / 60:.1f} min), "
-          f"peak RSS {ra + rb * WORLD:.0f} MB")
+    print(
+        f"extrapolated to {WORLD} files: wall {a + b * WORLD:.0f} s ({(a + b * WORLD) / 60:.1f} min), "
+        f"peak RSS {ra + rb * WORLD:.0f} MB"
+    )
     html = work / "report.html"
     wall, rss = measure(["report", str(full), "-o", str(html)], work / "report.out")
-    print(f"report (HTML) of {max(sizes)} files: {wall:.1f} s, peak RSS {rss / 1e6:.0f} MB, "
-          f"page {html.stat().st_size / 1e6:.1f} MB")
+    print(
+        f"report (HTML) of {max(sizes)} files: {wall:.1f} s, peak RSS {rss / 1e6:.0f} MB, "
+        f"page {html.stat().st_size / 1e6:.1f} MB"
+    )
 
 
 def ranks_part(work: Path) -> None:
@@ -128,15 +136,24 @@ def ranks_part(work: Path) -> None:
     ranks = list(range(WORLD))
     arg = "profiling.profile_ranks=" + override_value(ranks)
     print(f"\nprofile_ranks = all {WORLD} ranks listed one by one (the worst case; [] already means all):")
-    print(f"  Script override argument: {len(arg):,} bytes (Linux MAX_ARG_STRLEN {MAX_ARG_STRLEN:,}: "
-          f"{'fits' if len(arg) < MAX_ARG_STRLEN else 'TOO LONG, execve fails with E2BIG'})")
+    print(
+        f"  Script override argument: {len(arg):,} bytes (Linux MAX_ARG_STRLEN {MAX_ARG_STRLEN:,}: "
+        f"{'fits' if len(arg) < MAX_ARG_STRLEN else 'TOO LONG, execve fails with E2BIG'})"
+    )
     per_rank = (len(override_value(list(range(10_000, 100_000)))) - 2) / 90_000
-    print(f"  ranks 10,000-99,999 take {per_rank:.2f} bytes each in the override: one argument reaches "
-          f"{MAX_ARG_STRLEN // 1024} KiB at about {int(WORLD + (MAX_ARG_STRLEN - len(arg)) / per_rank):,} ranks")
-    print(f"  YAML: block list {len(yaml.safe_dump({'profile_ranks': ranks})):,} bytes, "
-          f"flow list {len(yaml.safe_dump({'profile_ranks': ranks}, default_flow_style=True)):,} bytes")
-    for label, value in (("8 ranks [0..7]", list(range(8))), (f"{WORLD} ranks", ranks),
-                         ("one per node, 1,250 ranks", list(range(0, WORLD, 8)))):
+    print(
+        f"  ranks 10,000-99,999 take {per_rank:.2f} bytes each in the override: one argument reaches "
+        f"{MAX_ARG_STRLEN // 1024} KiB at about {int(WORLD + (MAX_ARG_STRLEN - len(arg)) / per_rank):,} ranks"
+    )
+    print(
+        f"  YAML: block list {len(yaml.safe_dump({'profile_ranks': ranks})):,} bytes, "
+        f"flow list {len(yaml.safe_dump({'profile_ranks': ranks}, default_flow_style=True)):,} bytes"
+    )
+    for label, value in (
+        ("8 ranks [0..7]", list(range(8))),
+        (f"{WORLD} ranks", ranks),
+        ("one per node, 1,250 ranks", list(range(0, WORLD, 8))),
+    ):
         best = float("inf")
         for _ in range(20):
             t0 = time.perf_counter()
@@ -146,8 +163,10 @@ def ranks_part(work: Path) -> None:
         for r in range(0, WORLD, 97):
             cfg.profiles_rank(r)
         lookup = (time.perf_counter() - t0) / len(range(0, WORLD, 97))
-        print(f"  ProfilingConfig validation, {label}: {1000 * best:.2f} ms (best of 20); "
-              f"profiles_rank(r) once per process: {1e6 * lookup:.1f} us")
+        print(
+            f"  ProfilingConfig validation, {label}: {1000 * best:.2f} ms (best of 20); "
+            f"profiles_rank(r) once per process: {1e6 * lookup:.1f} us"
+        )
     for kind in ("script", "partial"):
         script = sbatch_script(kind, ranks, work)
         base = sbatch_script(kind, [0], work)
@@ -167,8 +186,14 @@ def sbatch_script(kind: str, ranks: List[int], work: Path) -> str:
     from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
 
     base = work / f"nemo_{kind}_{len(ranks)}"
-    executor = run.SlurmExecutor(account="a", partition="p", nodes=WORLD // 8, ntasks_per_node=8,
-                                 tunnel=run.LocalTunnel(job_dir=str(base / "experiments")), launcher=run.Torchrun())
+    executor = run.SlurmExecutor(
+        account="a",
+        partition="p",
+        nodes=WORLD // 8,
+        ntasks_per_node=8,
+        tunnel=run.LocalTunnel(job_dir=str(base / "experiments")),
+        launcher=run.Torchrun(),
+    )
     task = tiny_gpt_script() if kind == "script" else tiny_gpt_recipe()
     plugin = PyTorchProfilerPlugin(profile_step_start=3, profile_step_end=5, profile_ranks=ranks)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # NeMo Run's banners
@@ -181,15 +206,18 @@ def sbatch_script(kind: str, ranks: List[int], work: Path) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000],
-                   help="rank file counts (default 100 300 1000)")
+    p.add_argument(
+        "--sizes", type=int, nargs="+", default=[100, 300, 1000], help="rank file counts (default 100 300 1000)"
+    )
     p.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temporary one, removed)")
     p.add_argument("--skip-analysis", action="store_true", help="only part 2 (profile_ranks figures)")
     args = p.parse_args()
     print(f"# python -m benchmarks.analysis_many_ranks {' '.join(sys.argv[1:])}")
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
-          f"{len(os.sched_getaffinity(0))} usable CPUs, load average {os.getloadavg()[0]:.1f}, "
-          f"Python {platform.python_version()}")
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
+        f"{len(os.sched_getaffinity(0))} usable CPUs, load average {os.getloadavg()[0]:.1f}, "
+        f"Python {platform.python_version()}"
+    )
     work = args.work or Path(tempfile.mkdtemp(prefix="many_ranks_"))
     try:
         if not args.skip_analysis:

@@ -65,17 +65,22 @@ def run_ours(path: Path):
     out = path.with_suffix(".summary.json")
     t0 = time.perf_counter()
     with open(out, "w") as f:
-        p = subprocess.Popen([sys.executable, "-m", "bridge_plugins", "summary", str(path), "--json"],
-                             stdout=f, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "bridge_plugins", "summary", str(path), "--json"],
+            stdout=f,
+            stderr=subprocess.DEVNULL,
+        )
         _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     assert os.waitstatus_to_exitcode(status) == 0, f"summary failed on {path}"
     return wall, usage.ru_maxrss * 1024, json.loads(out.read_text())["traces"][0]["gpu"]
 
 
-HTA_CODE = ("import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
-            "t = TraceAnalysis(trace_dir=sys.argv[1], include_last_profiler_step=True)\n"
-            "print(t.get_temporal_breakdown(visualize=False).to_dict('records'))\n")
+HTA_CODE = (
+    "import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
+    "t = TraceAnalysis(trace_dir=sys.argv[1], include_last_profiler_step=True)\n"
+    "print(t.get_temporal_breakdown(visualize=False).to_dict('records'))\n"
+)
 
 
 def run_hta(path: Path):
@@ -83,7 +88,9 @@ def run_hta(path: Path):
 
     peak = [0]
     t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-c", HTA_CODE, str(path.parent)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-c", HTA_CODE, str(path.parent)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     proc = psutil.Process(p.pid)
 
     def sample():
@@ -112,7 +119,9 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(args.work)
     print(f"ijson backend: {__import__('bridge_plugins.analysis.trace_reader', fromlist=['x'])._ijson.backend}")
-    print(f"{'size MB':>8} {'ours s':>8} {'ours RSS MB':>12} {'RSS/size':>9} {'HTA s':>8} {'HTA RSS MB':>11} {'HTA/ours':>9}")
+    print(
+        f"{'size MB':>8} {'ours s':>8} {'ours RSS MB':>12} {'RSS/size':>9} {'HTA s':>8} {'HTA RSS MB':>11} {'HTA/ours':>9}"
+    )
     for mb in args.sizes_mb:
         d = work / f"size{int(mb)}"
         d.mkdir(parents=True, exist_ok=True)
@@ -126,8 +135,11 @@ def main() -> int:
             line += f" {hwall:8.1f} {hrss / 1e6:11.0f} {hwall / wall:9.1f}"
             agree = f"   HTA: {hta}"
         print(line, flush=True)
-        print(f"         ours: computation {gpu['computation_us']:.0f} idle {gpu['idle_us']:.0f} "
-              f"non-compute {gpu['communication_us'] + gpu['memory_us']:.0f} span {gpu['span_us']:.0f}{agree}", flush=True)
+        print(
+            f"         ours: computation {gpu['computation_us']:.0f} idle {gpu['idle_us']:.0f} "
+            f"non-compute {gpu['communication_us'] + gpu['memory_us']:.0f} span {gpu['span_us']:.0f}{agree}",
+            flush=True,
+        )
     return 0
 
 

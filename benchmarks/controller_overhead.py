@@ -125,20 +125,29 @@ def _make_controllers(tmp: str) -> Dict[str, ProfilingController]:
         ),
         "window_outside": ProfilingController.from_config(
             ProfilingConfig(
-                use_pytorch_profiler=True, profile_ranks=[0], output_dir=tmp,
-                profile_step_start=WINDOW_FAR, profile_step_end=WINDOW_FAR + 1,
+                use_pytorch_profiler=True,
+                profile_ranks=[0],
+                output_dir=tmp,
+                profile_step_start=WINDOW_FAR,
+                profile_step_end=WINDOW_FAR + 1,
             ),
-            rank=0, world_size=2,
+            rank=0,
+            world_size=2,
         ),
         "on_demand": ProfilingController.from_config(
             ProfilingConfig(on_demand=True, output_dir=tmp), rank=0, world_size=2
         ),
         "on_demand_window_outside": ProfilingController.from_config(
             ProfilingConfig(
-                use_pytorch_profiler=True, profile_ranks=[0], output_dir=tmp, on_demand=True,
-                profile_step_start=WINDOW_FAR, profile_step_end=WINDOW_FAR + 1,
+                use_pytorch_profiler=True,
+                profile_ranks=[0],
+                output_dir=tmp,
+                on_demand=True,
+                profile_step_start=WINDOW_FAR,
+                profile_step_end=WINDOW_FAR + 1,
             ),
-            rank=0, world_size=2,
+            rank=0,
+            world_size=2,
         ),
     }
     return ctls
@@ -159,16 +168,43 @@ def run_micro(rounds: int, iters: int, seed: int) -> Dict[str, Any]:
     variants: List[Tuple[str, str, Callable[[int, Any], int], Any, bool]] = [
         ("bare", "(a) for i in range(n): pass", _loop_bare, None, False),
         ("inert", "(b) with ctl.step(i): ProfilingConfig() (profiling off)", _loop_with_step, ctls["inert"], True),
-        ("unselected", "(c) with ctl.step(i): rank 0 of 2, profile_ranks=[1]", _loop_with_step, ctls["unselected"], True),
-        ("window_outside", "(d) with ctl.step(i): rank 0 selected, window 10**9..10**9+1",
-         _loop_with_step, ctls["window_outside"], True),
-        ("on_demand", "(e) with ctl.step(i): on_demand=True only, rank 0, poller on", _loop_with_step,
-         ctls["on_demand"], True),
-        ("on_demand_window_outside", "(f) as (d), plus on_demand=True, poller on", _loop_with_step,
-         ctls["on_demand_window_outside"], True),
+        (
+            "unselected",
+            "(c) with ctl.step(i): rank 0 of 2, profile_ranks=[1]",
+            _loop_with_step,
+            ctls["unselected"],
+            True,
+        ),
+        (
+            "window_outside",
+            "(d) with ctl.step(i): rank 0 selected, window 10**9..10**9+1",
+            _loop_with_step,
+            ctls["window_outside"],
+            True,
+        ),
+        (
+            "on_demand",
+            "(e) with ctl.step(i): on_demand=True only, rank 0, poller on",
+            _loop_with_step,
+            ctls["on_demand"],
+            True,
+        ),
+        (
+            "on_demand_window_outside",
+            "(f) as (d), plus on_demand=True, poller on",
+            _loop_with_step,
+            ctls["on_demand_window_outside"],
+            True,
+        ),
         ("ref_with_prebuilt", "ref: with <prebuilt no-op object>", _loop_with_obj, _PrebuiltNoOp(), False),
         ("ref_nullcontext", "ref: with contextlib.nullcontext()", _loop_with_factory, contextlib.nullcontext, False),
-        ("ref_contextmanager", "ref: with <@contextlib.contextmanager gen>()", _loop_with_factory, _generator_cm, False),
+        (
+            "ref_contextmanager",
+            "ref: with <@contextlib.contextmanager gen>()",
+            _loop_with_factory,
+            _generator_cm,
+            False,
+        ),
         ("ref_call_only", "ref: ctl.step(i) without with (inert)", _loop_call_step, ctls["inert"], False),
     ]
     bp_log = logging.getLogger("bridge_plugins")
@@ -205,19 +241,21 @@ def run_micro(rounds: int, iters: int, seed: int) -> Dict[str, Any]:
         vals = per_iter[name]
         over_bare = [v - b for v, b in zip(vals, bare)]  # paired: same round
         over_noop = [v - b for v, b in zip(vals, noop)]
-        rows.append({
-            "name": name,
-            "description": desc,
-            "controller_variant": is_ctl,
-            "median_ns_per_iter": statistics.median(vals),
-            "min_ns_per_iter": min(vals),
-            "max_ns_per_iter": max(vals),
-            "overhead_vs_bare_us": statistics.median(over_bare) / 1000,
-            "overhead_vs_bare_us_min_round": min(over_bare) / 1000,
-            "overhead_vs_bare_us_max_round": max(over_bare) / 1000,
-            "overhead_vs_with_prebuilt_us": statistics.median(over_noop) / 1000,
-            "ns_per_iter_by_round": vals,
-        })
+        rows.append(
+            {
+                "name": name,
+                "description": desc,
+                "controller_variant": is_ctl,
+                "median_ns_per_iter": statistics.median(vals),
+                "min_ns_per_iter": min(vals),
+                "max_ns_per_iter": max(vals),
+                "overhead_vs_bare_us": statistics.median(over_bare) / 1000,
+                "overhead_vs_bare_us_min_round": min(over_bare) / 1000,
+                "overhead_vs_bare_us_max_round": max(over_bare) / 1000,
+                "overhead_vs_with_prebuilt_us": statistics.median(over_noop) / 1000,
+                "ns_per_iter_by_round": vals,
+            }
+        )
     worst = max(r["overhead_vs_bare_us"] for r in rows if r["controller_variant"])
     # on-demand on vs off, paired per round: (e) vs the inert (b), (f) vs (d)
     on_demand = {
@@ -226,27 +264,40 @@ def run_micro(rounds: int, iters: int, seed: int) -> Dict[str, Any]:
     }
     return {
         "on_demand_ratio": on_demand,
-        "rounds": rounds, "iters_per_round": iters, "seed": seed, "gc_disabled_during_loops": True,
-        "variants": rows, "worst_controller_overhead_us": worst, "target_us": TARGET_US,
+        "rounds": rounds,
+        "iters_per_round": iters,
+        "seed": seed,
+        "gc_disabled_during_loops": True,
+        "variants": rows,
+        "worst_controller_overhead_us": worst,
+        "target_us": TARGET_US,
         "meets_target": worst < TARGET_US,
     }
 
 
 def print_micro(res: Dict[str, Any]) -> None:
     print("\n== micro: per-step cost of `with controller.step(i):` around an empty body ==")
-    print(f"{res['rounds']} rounds x {res['iters_per_round']:,} iterations per variant, variants in a shuffled order "
-          f"each round, gc off while timing; overhead = median over rounds of (variant - bare loop of the same round)")
-    print(f"{'variant':<62} {'median':>9} {'min':>9} {'overhead vs bare':>17} {'(round range)':>19} {'vs prebuilt with':>17}")
+    print(
+        f"{res['rounds']} rounds x {res['iters_per_round']:,} iterations per variant, variants in a shuffled order "
+        f"each round, gc off while timing; overhead = median over rounds of (variant - bare loop of the same round)"
+    )
+    print(
+        f"{'variant':<62} {'median':>9} {'min':>9} {'overhead vs bare':>17} {'(round range)':>19} {'vs prebuilt with':>17}"
+    )
     print(f"{'':<62} {'ns/iter':>9} {'ns/iter':>9} {'us/step':>17} {'us':>19} {'us':>17}")
     for r in res["variants"]:
         rng_s = f"{r['overhead_vs_bare_us_min_round']:+.3f}..{r['overhead_vs_bare_us_max_round']:+.3f}"
-        print(f"{r['description']:<62} {r['median_ns_per_iter']:>9.1f} {r['min_ns_per_iter']:>9.1f} "
-              f"{r['overhead_vs_bare_us']:>+17.3f} {rng_s:>19} {r['overhead_vs_with_prebuilt_us']:>+17.3f}")
+        print(
+            f"{r['description']:<62} {r['median_ns_per_iter']:>9.1f} {r['min_ns_per_iter']:>9.1f} "
+            f"{r['overhead_vs_bare_us']:>+17.3f} {rng_s:>19} {r['overhead_vs_with_prebuilt_us']:>+17.3f}"
+        )
     for pair, ratio in res["on_demand_ratio"].items():
         print(f"on-demand on/off, {pair.replace('_vs_', ' vs ')}: x{ratio:.3f} (median of per-round ratios)")
     verdict = "PASS" if res["meets_target"] else "FAIL"
-    print(f"worst controller fast path: {res['worst_controller_overhead_us']:.3f} us/step "
-          f"(target < {res['target_us']:.0f} us): {verdict}")
+    print(
+        f"worst controller fast path: {res['worst_controller_overhead_us']:.3f} us/step "
+        f"(target < {res['target_us']:.0f} us): {verdict}"
+    )
 
 
 # --------------------------------------------------------------------------- macro: real training step
@@ -330,39 +381,59 @@ def run_macro(rounds: int, steps: int, warmup: int, threads: int, seed: int) -> 
     for name, desc, _fn, _arg in variants:
         med = statistics.median(times[name])
         ratios = [m / b for m, b in zip(round_medians[name], round_medians["bare"])]
-        rows.append({
-            "name": name, "description": desc,
-            "median_step_ms": med * 1000,
-            "ratio_to_bare": med / base,
-            "overhead_pct": (med / base - 1) * 100,
-            "per_round_ratio_min": min(ratios), "per_round_ratio_max": max(ratios),
-            "round_median_ms": [m * 1000 for m in round_medians[name]],
-        })
+        rows.append(
+            {
+                "name": name,
+                "description": desc,
+                "median_step_ms": med * 1000,
+                "ratio_to_bare": med / base,
+                "overhead_pct": (med / base - 1) * 100,
+                "per_round_ratio_min": min(ratios),
+                "per_round_ratio_max": max(ratios),
+                "round_median_ms": [m * 1000 for m in round_medians[name]],
+            }
+        )
     return {
-        "rounds": rounds, "steps_per_round": steps, "warmup_steps_per_variant": warmup,
-        "torch_threads": torch.get_num_threads(), "device": "cpu", "elapsed_s": elapsed,
-        "model": vars(mc), "micro_batch_size": tc.micro_batch_size, "seq_length": tc.seq_length,
+        "rounds": rounds,
+        "steps_per_round": steps,
+        "warmup_steps_per_variant": warmup,
+        "torch_threads": torch.get_num_threads(),
+        "device": "cpu",
+        "elapsed_s": elapsed,
+        "model": vars(mc),
+        "micro_batch_size": tc.micro_batch_size,
+        "seq_length": tc.seq_length,
         "variants": rows,
     }
 
 
 def print_macro(res: Dict[str, Any], micro: Optional[Dict[str, Any]]) -> None:
-    print(f"\n== macro: recipe training step (TinyGPT {res['model']}, batch {res['micro_batch_size']}x"
-          f"{res['seq_length']}, CPU, torch threads {res['torch_threads']}) ==")
-    print(f"{res['rounds']} rounds x {res['steps_per_round']} steps per variant after {res['warmup_steps_per_variant']} "
-          f"warm-up steps each, variants shuffled per round; median over all timed steps ({res['elapsed_s']:.1f} s)")
+    print(
+        f"\n== macro: recipe training step (TinyGPT {res['model']}, batch {res['micro_batch_size']}x"
+        f"{res['seq_length']}, CPU, torch threads {res['torch_threads']}) =="
+    )
+    print(
+        f"{res['rounds']} rounds x {res['steps_per_round']} steps per variant after {res['warmup_steps_per_variant']} "
+        f"warm-up steps each, variants shuffled per round; median over all timed steps ({res['elapsed_s']:.1f} s)"
+    )
     print(f"{'variant':<58} {'median ms':>10} {'ratio':>9} {'overhead':>9} {'per-round ratio range':>23}")
     for r in res["variants"]:
         rr = f"{r['per_round_ratio_min']:.4f}..{r['per_round_ratio_max']:.4f}"
-        print(f"{r['description']:<58} {r['median_step_ms']:>10.3f} {r['ratio_to_bare']:>8.4f}x "
-              f"{r['overhead_pct']:>+8.2f}% {rr:>23}")
+        print(
+            f"{r['description']:<58} {r['median_step_ms']:>10.3f} {r['ratio_to_bare']:>8.4f}x "
+            f"{r['overhead_pct']:>+8.2f}% {rr:>23}"
+        )
     aa = next(r for r in res["variants"] if r["name"] == "bare_again")
-    print(f"noise floor: the A/A control (the same bare loop twice) differs by {aa['overhead_pct']:+.2f}%; "
-          f"differences of that size are noise, not controller cost")
+    print(
+        f"noise floor: the A/A control (the same bare loop twice) differs by {aa['overhead_pct']:+.2f}%; "
+        f"differences of that size are noise, not controller cost"
+    )
     if micro is not None:
         base_ms = res["variants"][0]["median_step_ms"]
         us = micro["worst_controller_overhead_us"]
-        print(f"expected from the micro-benchmark: {us:.3f} us / {base_ms:.3f} ms = {us / (base_ms * 1000) * 100:.5f}% per step")
+        print(
+            f"expected from the micro-benchmark: {us:.3f} us / {base_ms:.3f} ms = {us / (base_ms * 1000) * 100:.5f}% per step"
+        )
 
 
 # --------------------------------------------------------------------------- import check
@@ -371,7 +442,7 @@ def _parse_importtime(stderr: str) -> List[Dict[str, Any]]:
     for line in stderr.splitlines():
         if not line.startswith("import time:"):
             continue
-        parts = line[len("import time:"):].split("|")
+        parts = line[len("import time:") :].split("|")
         if len(parts) != 3 or not parts[0].strip().isdigit():
             continue  # the header line
         raw = parts[2].rstrip()
@@ -428,8 +499,15 @@ def run_import_check(top: int = 12) -> Dict[str, Any]:
         "torch_imported": mods["torch_imported"],
         "modules_after_import": mods["modules"],
         "wall_import_s": mods["import_s"],
-        "cumulative_us": {n: cum(n) for n in ("bridge_plugins", "bridge_plugins.config", "bridge_plugins.runtime",
-                                              "bridge_plugins.runtime.controller")},
+        "cumulative_us": {
+            n: cum(n)
+            for n in (
+                "bridge_plugins",
+                "bridge_plugins.config",
+                "bridge_plugins.runtime",
+                "bridge_plugins.runtime.controller",
+            )
+        },
         "top": sorted(rows, key=lambda r: -r["cumulative_us"])[:top],
         "ok": parser_ok and not nemo_importtime and not mods["nemo_run_modules"],
     }
@@ -440,10 +518,12 @@ def print_import_check(res: Dict[str, Any]) -> None:
     print(f"$ {res['command']}")
     c = res["cumulative_us"]
     fmt = lambda v: "n/a" if v is None else f"{v / 1000:.1f} ms"  # noqa: E731
-    print(f"cumulative import time of bridge_plugins.runtime: {fmt(c['bridge_plugins.runtime'])}, which includes "
-          f"the parent package bridge_plugins {fmt(c['bridge_plugins'])} (bridge_plugins.config "
-          f"{fmt(c['bridge_plugins.config'])}) and bridge_plugins.runtime.controller "
-          f"{fmt(c['bridge_plugins.runtime.controller'])}")
+    print(
+        f"cumulative import time of bridge_plugins.runtime: {fmt(c['bridge_plugins.runtime'])}, which includes "
+        f"the parent package bridge_plugins {fmt(c['bridge_plugins'])} (bridge_plugins.config "
+        f"{fmt(c['bridge_plugins.config'])}) and bridge_plugins.runtime.controller "
+        f"{fmt(c['bridge_plugins.runtime.controller'])}"
+    )
     print(f"wall time of the import statement without -X importtime: {res['wall_import_s'] * 1000:.1f} ms")
     print(f"modules loaded after the import: {res['modules_after_import']}; torch imported: {res['torch_imported']}")
     print(f"top {len(res['top'])} by cumulative time (us):")
@@ -452,8 +532,10 @@ def print_import_check(res: Dict[str, Any]) -> None:
         print(f"  {r['self_us']:>8} {r['cumulative_us']:>8}  {'  ' * r['depth']}{r['module']}")
     inst = res["nemo_run_installed_at"] or "NOT installed (the check proves less)"
     print(f"nemo_run is installed: {inst}")
-    print(f"nemo_run in -X importtime output: {res['nemo_run_in_importtime'] or 'none'}; "
-          f"in sys.modules: {res['nemo_run_in_sys_modules'] or 'none'}")
+    print(
+        f"nemo_run in -X importtime output: {res['nemo_run_in_importtime'] or 'none'}; "
+        f"in sys.modules: {res['nemo_run_in_sys_modules'] or 'none'}"
+    )
     if not res["parser_ok"]:
         print("FAIL: the importtime parser did not find bridge_plugins.runtime.controller; check the parser")
     print("import check:", "PASS (nemo_run not imported)" if res["ok"] else "FAIL")
@@ -482,8 +564,9 @@ def _header() -> Dict[str, Any]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="fewer rounds (micro 7x50k, macro 3x10 steps)")
     ap.add_argument("--import-check", action="store_true", help="run only the import check")
     ap.add_argument("--all", action="store_true", help="micro + macro + import check")
@@ -512,8 +595,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"command: {head['command']}")
     print(f"cwd: {head['cwd']}")
     print(f"date: {head['date']}")
-    print(f"python {head['python']} ({head['python_impl']}), torch {head['torch']}, {head['platform']}, "
-          f"{head['cpus_usable']} usable CPU(s), load average at start {head['loadavg_at_start']}")
+    print(
+        f"python {head['python']} ({head['python_impl']}), torch {head['torch']}, {head['platform']}, "
+        f"{head['cpus_usable']} usable CPU(s), load average at start {head['loadavg_at_start']}"
+    )
     results: Dict[str, Any] = {"meta": head}
     rc = 0
     if do_micro:

@@ -50,8 +50,9 @@ def main() -> None:
     print(f"command: python {' '.join(sys.argv)}")
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {time.strftime('%Y-%m-%d %H:%M')}")
     dev = torch.device("cuda")
-    model, opt, data = build_training(ModelConfig(vocab_size=4096, hidden_size=512, num_layers=6, num_heads=8), 256, 16,
-                                      dev, lr=1e-4)
+    model, opt, data = build_training(
+        ModelConfig(vocab_size=4096, hidden_size=512, num_layers=6, num_heads=8), 256, 16, dev, lr=1e-4
+    )
 
     def step():
         train_step(model, opt, data)
@@ -65,9 +66,13 @@ def main() -> None:
         for name, kw in VARIANTS.items():
             steps = range(base, base + args.steps)
             base += args.steps
-            ctl = ProfilingController(
-                ProfilingConfig(profile_step_start=steps.start, profile_step_end=steps.stop, **kw), rank=0
-            ) if kw else ProfilingController(None)
+            ctl = (
+                ProfilingController(
+                    ProfilingConfig(profile_step_start=steps.start, profile_step_end=steps.stop, **kw), rank=0
+                )
+                if kw
+                else ProfilingController(None)
+            )
             with ctl:
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()

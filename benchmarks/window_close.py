@@ -27,14 +27,22 @@ from recipes.model import build_training, train_step
 
 
 def make_step():
-    model, opt, data = build_training(ModelConfig(hidden_size=256, num_layers=4, num_heads=4), 128, 8,
-                                      torch.device("cpu"), lr=1e-4)
+    model, opt, data = build_training(
+        ModelConfig(hidden_size=256, num_layers=4, num_heads=4), 128, 8, torch.device("cpu"), lr=1e-4
+    )
     return lambda: train_step(model, opt, data)
 
 
 def one_run(step, background: bool, out: str, steps: int = 16, start: int = 2, end: int = 10) -> dict:
-    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=start, profile_step_end=end, output_dir=out,
-                          record_shapes=True, pytorch_profiler_with_stack=True, background_export=background)
+    cfg = ProfilingConfig(
+        use_pytorch_profiler=True,
+        profile_step_start=start,
+        profile_step_end=end,
+        output_dir=out,
+        record_shapes=True,
+        pytorch_profiler_with_stack=True,
+        background_export=background,
+    )
     times = []
     t0 = time.perf_counter()
     with ProfilingController(cfg, rank=0) as ctl:
@@ -44,7 +52,7 @@ def one_run(step, background: bool, out: str, steps: int = 16, start: int = 2, e
                 step()
             times.append(time.perf_counter() - a)
     total = time.perf_counter() - t0
-    normal = statistics.median(times[end + 2:])
+    normal = statistics.median(times[end + 2 :])
     stall = times[end - 1] + times[end] - 2 * normal
     return {"stall_s": stall, "total_s": total, "step_s": normal}
 
@@ -57,7 +65,9 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)
     torch.set_num_threads(1)
     print(f"command: python -m benchmarks.window_close {' '.join(sys.argv[1:])}".rstrip())
-    print(f"torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M')}, 1 torch thread, 8-step window with shapes+stacks")
+    print(
+        f"torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M')}, 1 torch thread, 8-step window with shapes+stacks"
+    )
     step = make_step()
     for _ in range(3):
         step()
@@ -71,9 +81,13 @@ def main() -> None:
     for name, runs in res.items():
         summary[name] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         s = summary[name]
-        print(f"{name:10s} stall at window close {s['stall_s'] * 1e3:8.1f} ms   whole run {s['total_s']:6.2f} s   step {s['step_s'] * 1e3:6.1f} ms")
+        print(
+            f"{name:10s} stall at window close {s['stall_s'] * 1e3:8.1f} ms   whole run {s['total_s']:6.2f} s   step {s['step_s'] * 1e3:6.1f} ms"
+        )
     ratio = summary["background"]["stall_s"] / summary["sync"]["stall_s"]
-    print(f"stall ratio background/sync: {ratio:.2f}   whole-run ratio: {summary['background']['total_s'] / summary['sync']['total_s']:.2f}")
+    print(
+        f"stall ratio background/sync: {ratio:.2f}   whole-run ratio: {summary['background']['total_s'] / summary['sync']['total_s']:.2f}"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=2)

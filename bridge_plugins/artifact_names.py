@@ -135,14 +135,20 @@ def parse(path: Union[str, Path], snapshot_name: str = DEFAULT_SNAPSHOT_NAME) ->
             if not m:
                 return None
             return ArtifactName(
-                kind, path, rank=int(m["rank"]), first_step=int(m["first"]), last_step=int(m["last"]),
-                duplicate=int(m["dup"] or 0), **_tag_values(m["tags"]),
+                kind,
+                path,
+                rank=int(m["rank"]),
+                first_step=int(m["first"]),
+                last_step=int(m["last"]),
+                duplicate=int(m["dup"] or 0),
+                **_tag_values(m["tags"]),
             )
     for suffix in NSYS_SUFFIXES:
         if name.endswith(suffix):
             m = _NSYS_RE.match(name)
             return ArtifactName(
-                "nsys_report", path,
+                "nsys_report",
+                path,
                 rank=int(m["rank"]) if m and m["rank"] else None,
                 node=int(m["node"]) if m and m["node"] else None,
                 job_id=m["job"] if m else None,

@@ -114,8 +114,10 @@ class ProfilingConfig:
 
 def field_defaults() -> Dict[str, Any]:
     """Every ProfilingConfig field with its default value (a fresh list for ``profile_ranks``)."""
-    return {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            for f in dataclasses.fields(ProfilingConfig)}
+    return {
+        f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        for f in dataclasses.fields(ProfilingConfig)
+    }
 
 
 def _fields_of_type(kind: type) -> Tuple[str, ...]:
@@ -138,8 +140,9 @@ def _short(ranks: Any) -> str:
     return repr(ranks) if len(ranks) <= 16 else f"[{', '.join(map(repr, ranks[:8]))}, ...] ({len(ranks)} ranks)"
 
 
-def validate_fields(values: Mapping[str, Any], owner: str = "ProfilingConfig",
-                    names: Optional[Mapping[str, str]] = None) -> None:
+def validate_fields(
+    values: Mapping[str, Any], owner: str = "ProfilingConfig", names: Optional[Mapping[str, str]] = None
+) -> None:
     """Validate ProfilingConfig field values (missing keys take the defaults) without touching any disk.
 
     Shared by ProfilingConfig construction and the launch-side plugins, which validate before they
@@ -173,15 +176,19 @@ def validate_fields(values: Mapping[str, Any], owner: str = "ProfilingConfig",
             raise TypeError(f"{full(name)} must be an int, got {v[name]!r} ({type(v[name]).__name__})")
     for name in ("profile_step_start", "profile_step_end"):
         if v[name] < 0:
-            raise ValueError(f"{full(name)}={v[name]} is negative; steps are 0-based iteration indices, "
-                             f"use a value >= 0")
+            raise ValueError(
+                f"{full(name)}={v[name]} is negative; steps are 0-based iteration indices, use a value >= 0"
+            )
     start, end = v["profile_step_start"], v["profile_step_end"]
     if end <= start:
-        raise ValueError(f"{full('profile_step_end')}={end} must be greater than {nm('profile_step_start')}={start}: "
-                         f"the window is start <= step < end, so set {nm('profile_step_end')} to at least {start + 1}")
+        raise ValueError(
+            f"{full('profile_step_end')}={end} must be greater than {nm('profile_step_start')}={start}: "
+            f"the window is start <= step < end, so set {nm('profile_step_end')} to at least {start + 1}"
+        )
     if v["memory_history_max_entries"] <= 0:
-        raise ValueError(f"{full('memory_history_max_entries')}={v['memory_history_max_entries']} must be positive "
-                         f"(default 100000)")
+        raise ValueError(
+            f"{full('memory_history_max_entries')}={v['memory_history_max_entries']} must be positive (default 100000)"
+        )
     _check_ranks(v["profile_ranks"], full("profile_ranks"))
     for name in _PATH_FIELDS:
         _check_path(v[name], full(name), is_file=name == "memory_snapshot_path")
@@ -189,8 +196,10 @@ def validate_fields(values: Mapping[str, Any], owner: str = "ProfilingConfig",
 
 def _check_ranks(ranks: Any, label: str) -> None:
     if not isinstance(ranks, (list, tuple)):
-        raise TypeError(f"{label} must be a list of global ranks, got {ranks!r} ({type(ranks).__name__}); "
-                        f"e.g. [0] or [0, 1], or [] for every rank")
+        raise TypeError(
+            f"{label} must be a list of global ranks, got {ranks!r} ({type(ranks).__name__}); "
+            f"e.g. [0] or [0, 1], or [] for every rank"
+        )
     for r in ranks:
         if not _is_int(r):
             raise TypeError(f"{label}={_short(ranks)} holds {r!r} ({type(r).__name__}); ranks must be ints >= 0")
@@ -219,13 +228,17 @@ def _check_path(path: Any, label: str, is_file: bool) -> None:
     if path.startswith("~"):
         user = path[1:].split("/", 1)[0]
         if user and os.path.expanduser("~" + user) == "~" + user:
-            raise ValueError(f"{label}={path!r} starts with '~{user}', but there is no user {user!r} to expand it to; "
-                             f"give an absolute path or one under '~/'")
+            raise ValueError(
+                f"{label}={path!r} starts with '~{user}', but there is no user {user!r} to expand it to; "
+                f"give an absolute path or one under '~/'"
+            )
     if is_file:
-        last = path.rstrip("/")[path.rstrip("/").rfind("/") + 1:]
+        last = path.rstrip("/")[path.rstrip("/").rfind("/") + 1 :]
         if path.endswith(("/", os.sep)) or last in ("", ".", "..") or (last.startswith("~") and "/" not in path):
-            raise ValueError(f"{label}={path!r} names a directory; give a file inside it, "
-                             f"e.g. {os.path.join(path, 'memory_snapshot.pickle')!r}")
+            raise ValueError(
+                f"{label}={path!r} names a directory; give a file inside it, "
+                f"e.g. {os.path.join(path, 'memory_snapshot.pickle')!r}"
+            )
 
 
 def profiling_fields() -> List[str]:

@@ -45,8 +45,10 @@ def _read(obj: Any) -> Dict[str, Any]:
         return {str(k): obj[k] for k in obj}
     if hasattr(obj, "__dict__"):
         return dict(vars(obj))
-    raise TypeError(f"cannot read a profiling config from {obj!r} ({_source_name(obj)}); pass a dataclass, "
-                    f"a mapping of ProfilingConfig fields, or an object with those attributes")
+    raise TypeError(
+        f"cannot read a profiling config from {obj!r} ({_source_name(obj)}); pass a dataclass, "
+        f"a mapping of ProfilingConfig fields, or an object with those attributes"
+    )
 
 
 def _foreign_defaults(obj: Any) -> Dict[str, Any]:
@@ -87,8 +89,10 @@ def profiling_config_from_object(obj: Any) -> ProfilingConfig:
     ours = field_defaults()
     shared = {k: _plain(v) for k, v in values.items() if k in ours}
     if not shared:
-        raise TypeError(f"{source} has none of ProfilingConfig's fields (got {sorted(values)[:10]}); pass the "
-                        f"profiling section itself (e.g. cfg.profiling), not the whole config")
+        raise TypeError(
+            f"{source} has none of ProfilingConfig's fields (got {sorted(values)[:10]}); pass the "
+            f"profiling section itself (e.g. cfg.profiling), not the whole config"
+        )
     defaults = _foreign_defaults(obj)
     ignored = [k for k, v in values.items() if k not in ours and not k.startswith("_") and _is_set(k, v, defaults)]
     for name in ignored:
@@ -106,13 +110,17 @@ def _meaning_differences(cfg: ProfilingConfig) -> List[str]:
     """Shared fields whose Megatron Bridge meaning differs from ours for these values."""
     out = []
     if cfg.record_memory_history and cfg.profile_ranks == []:
-        out.append("profile_ranks=[] records memory history on every rank here "
-                   "(Megatron Bridge records it on none); list the ranks to record")
+        out.append(
+            "profile_ranks=[] records memory history on every rank here "
+            "(Megatron Bridge records it on none); list the ranks to record"
+        )
     path = os.path.expanduser(cfg.memory_snapshot_path)
     if cfg.record_memory_history and not os.path.isabs(path):
         where = os.path.join(cfg.output_dir or DEFAULT_OUTPUT_DIR, cfg.memory_snapshot_path)
-        out.append(f"memory_snapshot_path={cfg.memory_snapshot_path!r} is relative: snapshots go to {where!r} "
-                   f"(under output_dir; Megatron Bridge writes it under the working directory)")
+        out.append(
+            f"memory_snapshot_path={cfg.memory_snapshot_path!r} is relative: snapshots go to {where!r} "
+            f"(under output_dir; Megatron Bridge writes it under the working directory)"
+        )
     if cfg.nvtx_ranges and not cfg.use_nsys_profiler:
         out.append("nvtx_ranges=True does nothing without use_nsys_profiler: NVTX ranges are seen only by nsys")
     return out

@@ -224,8 +224,11 @@ def read_progress(output_dir: PathLike) -> Progress:
         progress.state in ("running", "finished")
         and (progress.step is None or _is_int(progress.step))
         and all(v is None or _is_num(v) for v in (progress.step_time, progress.steps_per_s))
-        and _is_num(progress.written) and _is_num(progress.poll_interval_s) and progress.poll_interval_s > 0
-        and _is_int(progress.world_size) and progress.world_size > 0
+        and _is_num(progress.written)
+        and _is_num(progress.poll_interval_s)
+        and progress.poll_interval_s > 0
+        and _is_int(progress.world_size)
+        and progress.world_size > 0
         and (progress.window is None or (len(progress.window) == 2 and all(_is_int(v) for v in progress.window)))
     )
     if not ok:

@@ -45,7 +45,9 @@ def find_artifacts(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_N
     return found
 
 
-def report(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top: int = 10) -> Tuple[str, Optional[Dict[int, List[int]]]]:
+def report(
+    job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top: int = 10
+) -> Tuple[str, Optional[Dict[int, List[int]]]]:
     """A human-readable summary of a job's artifacts, and the steps captured per rank.
 
     The figures come from :func:`bridge_plugins.analysis.summarize` (``bridge-plugins summary``);
@@ -67,7 +69,9 @@ def report(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top
                 lines.append(f"  rank {rank}: {p}  unreadable: {problems.get(str(p), 'could not be read')}")
                 continue
             steps[rank] = t["steps"]["captured"]
-            lines.append(f"  rank {rank}: {p}  ({human_size(p.stat().st_size)}), steps captured: {step_ranges(steps[rank])}")
+            lines.append(
+                f"  rank {rank}: {p}  ({human_size(p.stat().st_size)}), steps captured: {step_ranges(steps[rank])}"
+            )
         for p in arts.memory.get(rank, []):
             lines.append(f"  rank {rank}: {p}  ({human_size(p.stat().st_size)}), memory snapshot")
     for p in arts.nsys:
@@ -80,4 +84,3 @@ def report(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top
     if by_file:
         out += ["", to_text(summary).rstrip()]
     return "\n".join(out), steps
-

@@ -19,8 +19,12 @@ if __name__ == "__main__":  # NeMo Run imports the driver again in the job: laun
     executor = run.LocalExecutor(ntasks_per_node=2, launcher="torchrun")  # or run.SlurmExecutor(...)
     plugins = [
         PyTorchProfilerPlugin(
-            profile_step_start=10, profile_step_end=15, profile_ranks=[0], record_shapes=True,
-            record_memory_history=True, memory_snapshot_path="memory_snapshot.pickle",  # snapshots need a GPU
+            profile_step_start=10,
+            profile_step_end=15,
+            profile_ranks=[0],
+            record_shapes=True,
+            record_memory_history=True,
+            memory_snapshot_path="memory_snapshot.pickle",  # snapshots need a GPU
         )
     ]
     with run.Experiment("pytorch_profiling_experiment") as exp:

@@ -37,25 +37,39 @@ def parse_ranks(text: str) -> List[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m recipes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--profiler", choices=["pytorch", "nsys", "none"], default="pytorch",
-                   help="which profiler captures the window: the PyTorch profiler (a Chrome trace per rank), "
-                   "Nsight Systems (.nsys-rep reports; needs nsys where the job runs) or none; default pytorch")
+    p = argparse.ArgumentParser(
+        prog="python -m recipes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--profiler",
+        choices=["pytorch", "nsys", "none"],
+        default="pytorch",
+        help="which profiler captures the window: the PyTorch profiler (a Chrome trace per rank), "
+        "Nsight Systems (.nsys-rep reports; needs nsys where the job runs) or none; default pytorch",
+    )
     p.add_argument("--start", type=int, default=10, help="first profiled step (0-based, inclusive); default 10")
     p.add_argument("--end", type=int, default=15, help="first step after the window (exclusive); default 15")
     p.add_argument("--ranks", type=parse_ranks, default=[0], help="global ranks that profile: 0,1 or 'all'; default 0")
-    p.add_argument("--memory-history", action="store_true", help="record CUDA memory history and snapshot per rank (needs a GPU)")
+    p.add_argument(
+        "--memory-history", action="store_true", help="record CUDA memory history and snapshot per rank (needs a GPU)"
+    )
     p.add_argument("--record-shapes", action="store_true", help="record operator input shapes")
     p.add_argument("--nproc", type=int, default=2, help="ranks (torchrun processes per node); default 2")
     p.add_argument("--steps", type=int, default=20, help="training steps; default 20")
-    p.add_argument("--executor", choices=["local", "slurm"], default="local",
-                   help="where the job runs: this machine (NeMo Run LocalExecutor) or Slurm (SlurmExecutor, "
-                   "submitted from this machine with sbatch); default local")
+    p.add_argument(
+        "--executor",
+        choices=["local", "slurm"],
+        default="local",
+        help="where the job runs: this machine (NeMo Run LocalExecutor) or Slurm (SlurmExecutor, "
+        "submitted from this machine with sbatch); default local",
+    )
     p.add_argument("--account", default=os.environ.get("BRIDGE_SLURM_ACCOUNT"), help="Slurm account")
     p.add_argument("--partition", default=os.environ.get("BRIDGE_SLURM_PARTITION"), help="Slurm partition")
     p.add_argument("--time", default="00:10:00", help="Slurm time limit; default 00:10:00")
     p.add_argument("--no-torchrun", action="store_true", help="on Slurm, one task per rank (srun) instead of torchrun")
-    p.add_argument("--base-dir", default=None, help="NeMo Run home for the experiment; default $NEMORUN_HOME or ~/.nemo_run")
+    p.add_argument(
+        "--base-dir", default=None, help="NeMo Run home for the experiment; default $NEMORUN_HOME or ~/.nemo_run"
+    )
     p.add_argument("--name", default="tiny_gpt_profiling", help="experiment title")
     p.add_argument("--dryrun", action="store_true", help="print the launch command / sbatch script; run nothing")
     return p
@@ -65,9 +79,13 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
     if args.nproc < 1 or args.steps < 1:
         parser.error("--nproc and --steps must be >= 1")
     if args.profiler != "none" and args.end > args.steps:
-        parser.error(f"the window --start {args.start} --end {args.end} runs past the last step ({args.steps - 1}); raise --steps or lower --end")
+        parser.error(
+            f"the window --start {args.start} --end {args.end} runs past the last step ({args.steps - 1}); raise --steps or lower --end"
+        )
     if args.executor == "slurm" and not (args.account and args.partition):
-        parser.error("--executor slurm needs --account and --partition (or BRIDGE_SLURM_ACCOUNT / BRIDGE_SLURM_PARTITION)")
+        parser.error(
+            "--executor slurm needs --account and --partition (or BRIDGE_SLURM_ACCOUNT / BRIDGE_SLURM_PARTITION)"
+        )
     if args.memory_history and args.profiler == "none":
         parser.error("--memory-history needs a window: use it with --profiler pytorch or --profiler nsys")
     missing = [r for r in args.ranks if r >= args.nproc]
@@ -78,7 +96,11 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
         )
     problem = base_dir_problem(resolve_base_dir(args.base_dir))
     if problem:
-        where = f"--base-dir {args.base_dir}" if args.base_dir else f"NeMo Run home {resolve_base_dir(None)} ($NEMORUN_HOME)"
+        where = (
+            f"--base-dir {args.base_dir}"
+            if args.base_dir
+            else f"NeMo Run home {resolve_base_dir(None)} ($NEMORUN_HOME)"
+        )
         parser.error(f"{where}: {problem}; give --base-dir a directory NeMo Run may write to")
     if args.profiler == "nsys" and not args.dryrun and shutil.which("nsys") is None:
         if args.executor == "slurm":
@@ -108,7 +130,9 @@ def base_dir_problem(base_dir: Path) -> Optional[str]:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        return f"{existing} is not a directory" if existing == base_dir else f"{existing} (on its path) is not a directory"
+        return (
+            f"{existing} is not a directory" if existing == base_dir else f"{existing} (on its path) is not a directory"
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
         return f"{existing} is not writable"
     return None
@@ -134,7 +158,12 @@ def make_plugins(args: argparse.Namespace):
 
     if args.profiler == "none":
         return []
-    common = dict(profile_step_start=args.start, profile_step_end=args.end, profile_ranks=args.ranks, record_shapes=args.record_shapes)
+    common = dict(
+        profile_step_start=args.start,
+        profile_step_end=args.end,
+        profile_ranks=args.ranks,
+        record_shapes=args.record_shapes,
+    )
     if args.profiler == "nsys":
         return [NsysPlugin(**common)]
     return [PyTorchProfilerPlugin(record_memory_history=args.memory_history, **common)]
@@ -208,7 +237,9 @@ def how_to_open(arts, job_dir: Path) -> List[str]:
     if arts.traces:
         out.append("With network access: https://ui.perfetto.dev opens a .pt.trace.json.gz (the file stays local).")
     if arts.memory:
-        out.append("With network access: https://pytorch.org/memory_viz opens a .pickle snapshot (the file stays local).")
+        out.append(
+            "With network access: https://pytorch.org/memory_viz opens a .pickle snapshot (the file stays local)."
+        )
     return out
 
 
@@ -217,8 +248,10 @@ def memory_note(args: argparse.Namespace, arts, device: Optional[str]) -> Option
     if not args.memory_history or arts.memory:
         return None
     if device == "cpu":
-        why = ("because the ranks ran on CPU and memory history records the CUDA caching allocator "
-               "(it needs a GPU). Training was not affected.")
+        why = (
+            "because the ranks ran on CPU and memory history records the CUDA caching allocator "
+            "(it needs a GPU). Training was not affected."
+        )
     else:
         why = "see the warnings in the job's output above."
     return f"Memory history: no memory snapshot was written, {why}"
@@ -254,7 +287,10 @@ def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]
     text, steps = report(job_dir)
     print(text)
     if steps:
-        print("\nSteps captured per rank: " + ", ".join(f"rank {r}: {s[0]}-{s[-1]}" for r, s in sorted(steps.items()) if s))
+        print(
+            "\nSteps captured per rank: "
+            + ", ".join(f"rank {r}: {s[0]}-{s[-1]}" for r, s in sorted(steps.items()) if s)
+        )
     arts = find_artifacts(job_dir)
     note = memory_note(args, arts, device)
     if note:
@@ -265,6 +301,7 @@ def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]
     lines = how_to_open(arts, job_dir)
     if lines:
         print("\n" + "\n".join(lines))
+
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
@@ -286,13 +323,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         overrides["profiling__record_memory_history"] = True
     recipe = tiny_gpt_recipe(**overrides)
     executor = make_executor(args, base_dir)
-    print(f"[recipes] {args.profiler} profiler, window steps {args.start}-{args.end - 1}, ranks "
-          f"{args.ranks or 'all'}, {args.nproc} rank(s), {args.steps} steps, executor {args.executor}", flush=True)
+    print(
+        f"[recipes] {args.profiler} profiler, window steps {args.start}-{args.end - 1}, ranks "
+        f"{args.ranks or 'all'}, {args.nproc} rank(s), {args.steps} steps, executor {args.executor}",
+        flush=True,
+    )
     # Progress prints the job's log lines while the Experiment waits for the job, which NeMo Run does
     # when its context exits: ``outer`` closes Progress after that wait (no private wait API needed).
     with ExitStack() as outer:
-        with run.Experiment(args.name, base_dir=base_dir, enable_goodbye_message=False, log_level="WARN",
-                            skip_status_at_exit=True) as exp:
+        with run.Experiment(
+            args.name, base_dir=base_dir, enable_goodbye_message=False, log_level="WARN", skip_status_at_exit=True
+        ) as exp:
             exp.add(recipe, executor=executor, plugins=plugins, name="tiny_gpt")
             job = exp.jobs[0]
             if args.dryrun:
@@ -313,8 +354,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ok = "SUCCEEDED" in state
     if not ok:
         tail = "\n".join(f"  {line}" for line in log_tail(job_dir))
-        print(f"[recipes] the job did not succeed; the end of its log:\n{tail}\nall its logs are under {job_dir}",
-              file=sys.stderr)
+        print(
+            f"[recipes] the job did not succeed; the end of its log:\n{tail}\nall its logs are under {job_dir}",
+            file=sys.stderr,
+        )
     return 0 if ok else 1
 
 

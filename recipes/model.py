@@ -17,7 +17,9 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         if cfg.hidden_size % cfg.num_heads:
-            raise ValueError(f"model.hidden_size={cfg.hidden_size} must be divisible by model.num_heads={cfg.num_heads}")
+            raise ValueError(
+                f"model.hidden_size={cfg.hidden_size} must be divisible by model.num_heads={cfg.num_heads}"
+            )
         self.num_heads = cfg.num_heads
         self.qkv = nn.Linear(cfg.hidden_size, 3 * cfg.hidden_size)
         self.proj = nn.Linear(cfg.hidden_size, cfg.hidden_size)
@@ -94,8 +96,15 @@ class SyntheticTokens:
         return tokens.to(self.device)
 
 
-def build_training(cfg: ModelConfig, seq_length: int, batch: int, device: torch.device, seed: int = 0,
-                   lr: float = 3e-3, weight_decay: float = 0.01):
+def build_training(
+    cfg: ModelConfig,
+    seq_length: int,
+    batch: int,
+    device: torch.device,
+    seed: int = 0,
+    lr: float = 3e-3,
+    weight_decay: float = 0.01,
+):
     """A TinyGPT on ``device``, its AdamW and its synthetic data: (model, optimizer, data)."""
     model = TinyGPT(cfg, seq_length).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)

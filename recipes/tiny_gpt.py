@@ -23,7 +23,9 @@ def tiny_gpt_config(**overrides: Any) -> ConfigContainer:
     for key, value in overrides.items():
         section, _, name = key.partition("__")
         if not hasattr(cfg, section):
-            raise TypeError(f"tiny_gpt_config: unknown section {section!r}; sections: {[f.name for f in dataclasses.fields(cfg)]}")
+            raise TypeError(
+                f"tiny_gpt_config: unknown section {section!r}; sections: {[f.name for f in dataclasses.fields(cfg)]}"
+            )
         if not name:
             if isinstance(value, dict):
                 value = dataclasses.replace(getattr(cfg, section), **value)

@@ -97,8 +97,12 @@ def pretrain(config: ConfigContainer) -> dict:
                 model = torch.nn.parallel.DistributedDataParallel(
                     model, device_ids=[info.device.index] if info.device.type == "cuda" else None
                 )
-            opt = torch.optim.AdamW(model.parameters(), lr=config.optimizer.lr, weight_decay=config.optimizer.weight_decay)
-            data = SyntheticTokens(config.model.vocab_size, tc.micro_batch_size, tc.seq_length, tc.seed + info.rank, info.device)
+            opt = torch.optim.AdamW(
+                model.parameters(), lr=config.optimizer.lr, weight_decay=config.optimizer.weight_decay
+            )
+            data = SyntheticTokens(
+                config.model.vocab_size, tc.micro_batch_size, tc.seq_length, tc.seed + info.rank, info.device
+            )
             if info.rank == 0:
                 log.info("training %d steps on %d rank(s), device %s", tc.train_iters, info.world_size, info.device)
             t_last = time.perf_counter()
@@ -135,7 +139,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         print(
             "usage: python -m recipes.train [key=value ...]\n\n"
-            "Values are YAML (true, 3, [0,1], null, \"a string\"). Keys, with type and default:\n  "
+            'Values are YAML (true, 3, [0,1], null, "a string"). Keys, with type and default:\n  '
             + "\n  ".join(describe_keys())
         )
         return 0

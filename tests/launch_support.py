@@ -94,7 +94,7 @@ def packaged_container(job) -> ConfigContainer:
 def script_tail(argv: List[str]) -> List[str]:
     i = argv.index("recipes.train")
     assert argv[i - 1] == "-m"
-    return argv[i + 1:]
+    return argv[i + 1 :]
 
 
 def nsys_segment(out_dir: str) -> str:
@@ -111,28 +111,40 @@ def no_warnings():
 
 def user_nsys_plugin(**kw):
     """The README's NsysPlugin example, with overrides."""
-    args = dict(profile_step_start=10, profile_step_end=15, profile_ranks=[0, 1], nsys_trace=["nvtx", "cuda"],
-                record_shapes=False, nsys_gpu_metrics=False)
+    args = dict(
+        profile_step_start=10,
+        profile_step_end=15,
+        profile_ranks=[0, 1],
+        nsys_trace=["nvtx", "cuda"],
+        record_shapes=False,
+        nsys_gpu_metrics=False,
+    )
     return NsysPlugin(**{**args, **kw})
 
 
 def awkward_plugin():
-    return PyTorchProfilerPlugin(profile_step_start=3, profile_step_end=6, profile_ranks=[0, 1],
-                                 record_memory_history=True, memory_snapshot_path=AWKWARD,
-                                 output_dir="/out/it's \"here\" $HOME `x` \\n")
+    return PyTorchProfilerPlugin(
+        profile_step_start=3,
+        profile_step_end=6,
+        profile_ranks=[0, 1],
+        record_memory_history=True,
+        memory_snapshot_path=AWKWARD,
+        output_dir='/out/it\'s "here" $HOME `x` \\n',
+    )
 
 
 def check_awkward(args: List[str]) -> None:
     cfg = parse_overrides(args)
     assert cfg.profiling.memory_snapshot_path == AWKWARD
-    assert cfg.profiling.output_dir == "/out/it's \"here\" $HOME `x` \\n"
+    assert cfg.profiling.output_dir == '/out/it\'s "here" $HOME `x` \\n'
     assert cfg.profiling.profile_ranks == [0, 1] and cfg.profiling.use_pytorch_profiler is True
 
 
 def my_converter(values):
     """A module-level converter (serializable): argparse-style flags."""
-    return [f"--prof-{k.replace('_', '-')}={json.dumps(v)}" for k, v in values.items() if k != "output_dir"] + \
-           ["--note=a b"]
+    return [f"--prof-{k.replace('_', '-')}={json.dumps(v)}" for k, v in values.items() if k != "output_dir"] + [
+        "--note=a b"
+    ]
 
 
 # A container shaped like another project's (Megatron Bridge's): other names, fewer fields.

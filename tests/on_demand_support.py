@@ -42,8 +42,12 @@ def wait_for(predicate, timeout=20.0):
 def trigger(out, *args) -> int:
     """Run the real ``bridge-plugins trigger`` CLI as a subprocess; the id of the request it wrote."""
     proc = subprocess.run(
-        [str(VENV_BIN / "bridge-plugins"), "trigger", str(out), *args], cwd=ROOT, env=clean_env(),
-        capture_output=True, text=True, timeout=TRIGGER_TIMEOUT_S,
+        [str(VENV_BIN / "bridge-plugins"), "trigger", str(out), *args],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=TRIGGER_TIMEOUT_S,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return int(re.search(r"^request (\d+): ranks", proc.stdout, re.M).group(1))

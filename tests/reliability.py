@@ -22,16 +22,27 @@ JOB = ROOT / "tests" / "helpers" / "reliability_job.py"
 class Job:
     """The reliability job, started with Popen; ``wait_for(line)`` blocks until it printed ``line``."""
 
-    def __init__(self, tmp_path: Path, start: int, end: int, steps: int, ops: int = 1500, sleep_after: float = 0.0,
-                 cmd_prefix: Optional[List[str]] = None, preexec_fn=None, **config):
+    def __init__(
+        self,
+        tmp_path: Path,
+        start: int,
+        end: int,
+        steps: int,
+        ops: int = 1500,
+        sleep_after: float = 0.0,
+        cmd_prefix: Optional[List[str]] = None,
+        preexec_fn=None,
+        **config,
+    ):
         self.out = tmp_path / "out"
         self.tmpdir = tmp_path / "tmp"
         self.tmpdir.mkdir(parents=True, exist_ok=True)
         args = [str(JOB), str(self.out), str(start), str(end), str(steps), str(ops), str(sleep_after)]
         cmd = (cmd_prefix or [sys.executable]) + args
         env = clean_env(TMPDIR=str(self.tmpdir), BRIDGE_TEST_CONFIG=json.dumps(config))
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     preexec_fn=preexec_fn)
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn
+        )
         self.lines: List[str] = []
         self.stderr = ""
         self._seen = threading.Condition()

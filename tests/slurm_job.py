@@ -18,8 +18,17 @@ from recipes.train import pretrain
 from tests.helpers.on_demand_job import train
 
 PLACEMENT_VARS = (
-    "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_STEP_NUM_TASKS", "SLURM_JOB_ID", "SLURMD_NODENAME",
-    "RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+    "SLURM_NODEID",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_JOB_ID",
+    "SLURMD_NODENAME",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "GROUP_RANK",
+    "MASTER_ADDR",
 )
 
 
@@ -39,8 +48,13 @@ def on_demand_job_recording_placement(output_dir: str, steps: int, sleep_s: floa
 def record_placement(record_dir: str, artifacts) -> None:
     """Write this process's placement record. Called after training: for plain srun tasks
     RANK/WORLD_SIZE are set by recipes.train from SLURM_* when the process group is built."""
-    record = {"host": socket.gethostname(), "pid": os.getpid(), "rank": os.environ.get("RANK", "0"),
-              "env": {k: os.environ.get(k) for k in PLACEMENT_VARS}, "artifacts": list(artifacts)}
+    record = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "rank": os.environ.get("RANK", "0"),
+        "env": {k: os.environ.get(k) for k in PLACEMENT_VARS},
+        "artifacts": list(artifacts),
+    }
     path = os.path.join(record_dir, f"placement.{record['host']}.{record['pid']}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(record, f)

@@ -19,6 +19,7 @@ import nemo_run as run
 import pytest
 
 from bridge_plugins.plugins import ProfilingPluginWarning
+
 # assert_window_traces: imported from here by the multi-node tests
 from tests.support import ROOT, VENV_BIN, assert_window_traces, job_logs  # noqa: F401
 
@@ -39,8 +40,10 @@ def require_nodes(count: int) -> List[str]:
     CI=true, where a skipped multi-node test would let CI pass without ever running one)."""
     nodes = cluster_nodes()
     if len(nodes) < count:
-        why = (f"the local Slurm cluster has {len(nodes)} node(s) {nodes}, these tests need {count}: "
-               f"bring it up with 'scripts/slurm/up.sh --nodes {count}'")
+        why = (
+            f"the local Slurm cluster has {len(nodes)} node(s) {nodes}, these tests need {count}: "
+            f"bring it up with 'scripts/slurm/up.sh --nodes {count}'"
+        )
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(why)
         pytest.skip(why)
@@ -55,8 +58,15 @@ def job_env(path_prefix: Optional[Path] = None, **extra: str) -> Dict[str, str]:
     return {"PATH": path, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **extra}
 
 
-def slurm_executor(cluster, base_dir: Path, *, nodes: int = 1, ntasks_per_node: int = 2, launcher=None,
-                   env: Optional[Dict[str, str]] = None) -> run.SlurmExecutor:
+def slurm_executor(
+    cluster,
+    base_dir: Path,
+    *,
+    nodes: int = 1,
+    ntasks_per_node: int = 2,
+    launcher=None,
+    env: Optional[Dict[str, str]] = None,
+) -> run.SlurmExecutor:
     executor = run.SlurmExecutor(
         account=cluster["account"],
         partition=cluster["partition"],
@@ -78,8 +88,9 @@ def sacct_line(slurm_id: str, fields: str = "JobID,State,ExitCode", timeout: flo
     line = ""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        proc = subprocess.run(["sacct", "-j", slurm_id, "-X", "-n", "-P", "-o", fields],
-                              capture_output=True, text=True, timeout=20)
+        proc = subprocess.run(
+            ["sacct", "-j", slurm_id, "-X", "-n", "-P", "-o", fields], capture_output=True, text=True, timeout=20
+        )
         line = proc.stdout.strip()
         if line and not any(s in line for s in ("PENDING", "RUNNING", "COMPLETING")):
             return line

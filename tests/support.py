@@ -6,8 +6,8 @@ import gzip
 import json
 import os
 import re
-import stat
 import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -24,16 +24,35 @@ VENV_BIN = Path(sys.executable).parent
 # Variables a torchrun worker (or a Slurm task) leaves in the environment. A job started from
 # inside one must not inherit them, or it joins the parent's rendezvous.
 DIST_VARS = (
-    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE",
-    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RESTART_COUNT",
-    "TORCHELASTIC_RUN_ID", "TORCHELASTIC_MAX_RESTARTS", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_USE_AGENT_STORE",
+    "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_MAX_RESTARTS",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_LOCALID",
     "SLURM_RESTART_COUNT",
 )
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 
-NSYS_DEFAULTS = ["--force-overwrite=true", "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
-                 "--cuda-graph-trace=node", "--cuda-event-trace=false"]
+NSYS_DEFAULTS = [
+    "--force-overwrite=true",
+    "--capture-range=cudaProfilerApi",
+    "--capture-range-end=stop",
+    "--cuda-graph-trace=node",
+    "--cuda-event-trace=false",
+]
 """NeMo Run's default nsys options (Launcher.nsys_extra_args), in the order it emits them."""
 
 
@@ -119,8 +138,16 @@ def free_port() -> int:
 def torchrun_cmd(nproc: int, module_args: List[str]) -> List[str]:
     """torchrun on a free port (the fixed default 29500 collides between overlapping runs)."""
     return [
-        str(VENV_BIN / "torchrun"), "--nnodes", "1", "--nproc-per-node", str(nproc),
-        "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", *module_args,
+        str(VENV_BIN / "torchrun"),
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        str(nproc),
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{free_port()}",
+        *module_args,
     ]
 
 
@@ -153,12 +180,15 @@ def make_fakes(tmp_path: Path) -> Path:
     bindir.mkdir()
     (bindir / "srun").write_text(
         "#!/bin/bash\n"
-        "while [ $# -gt 0 ]; do case \"$1\" in\n"
+        'while [ $# -gt 0 ]; do case "$1" in\n'
         "  --output|--error|--chdir|--container-image|--container-mounts|--container-workdir|--container-env) shift 2;;\n"
-        "  --*) shift;;\n  *) break;;\nesac; done\nexec \"$@\"\n")
-    recorder = (f"#!{sys.executable}\nimport json, os, sys\n"
-                "name = os.path.basename(sys.argv[0])\n"
-                "open(os.path.join(os.environ['ARGV_LOG'], f'{name}.{os.getpid()}.json'), 'w').write(json.dumps(sys.argv[1:]))\n")
+        '  --*) shift;;\n  *) break;;\nesac; done\nexec "$@"\n'
+    )
+    recorder = (
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "name = os.path.basename(sys.argv[0])\n"
+        "open(os.path.join(os.environ['ARGV_LOG'], f'{name}.{os.getpid()}.json'), 'w').write(json.dumps(sys.argv[1:]))\n"
+    )
     for name in ("python", "torchrun", "ft_launcher"):
         (bindir / name).write_text(recorder)
     for p in bindir.iterdir():
@@ -172,10 +202,17 @@ def run_recorded(argv: List[str], tmp_path: Path, check: bool = True, **env) -> 
     """Run argv (a shell) with the fakes first on PATH; return {program: argv} recorded
     (with ``check=False`` a failing run returns what was recorded, plus ``"exit"``)."""
     bindir = make_fakes(tmp_path)
-    full_env = {"PATH": f"{bindir}:{VENV_BIN}:/usr/bin:/bin", "ARGV_LOG": str(tmp_path / "argv"),
-                "FAKE_NSYS_LOG": str(tmp_path / "argv"),
-                "SLURM_JOB_ID": "77", "SLURM_NODEID": "0", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
-                "HOME": os.environ.get("HOME", "/tmp"), **env}
+    full_env = {
+        "PATH": f"{bindir}:{VENV_BIN}:/usr/bin:/bin",
+        "ARGV_LOG": str(tmp_path / "argv"),
+        "FAKE_NSYS_LOG": str(tmp_path / "argv"),
+        "SLURM_JOB_ID": "77",
+        "SLURM_NODEID": "0",
+        "SLURM_PROCID": "0",
+        "SLURM_LOCALID": "0",
+        "HOME": os.environ.get("HOME", "/tmp"),
+        **env,
+    }
     proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 or not check, proc.stdout + proc.stderr
     out = {"exit": [proc.returncode, proc.stdout + proc.stderr]}

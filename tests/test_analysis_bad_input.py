@@ -20,7 +20,9 @@ GOOD = "rank0_steps551-552.pt.trace.json.gz"
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "bridge_plugins", *map(str, args)], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bridge_plugins", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
 
 
 def assert_clean_error(proc, *words):
@@ -41,12 +43,15 @@ def test_truncated_gz_is_one_line_exit_2(tmp_path):
     assert_clean_error(cli("summary", p), str(p), "truncated gzip")
 
 
-@pytest.mark.parametrize("content,words", [
-    (b"this is not json {", ("not valid JSON",)),
-    (b"[1, 2, 3]", ("not a JSON object", "not a Chrome trace")),
-    (b'{"schemaVersion": 1}', ("no traceEvents",)),
-    (b"", ("not valid JSON",)),
-])
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        (b"this is not json {", ("not valid JSON",)),
+        (b"[1, 2, 3]", ("not a JSON object", "not a Chrome trace")),
+        (b'{"schemaVersion": 1}', ("no traceEvents",)),
+        (b"", ("not valid JSON",)),
+    ],
+)
 def test_gzipped_text_that_is_not_a_trace(tmp_path, content, words):
     p = tmp_path / "x.json.gz"
     p.write_bytes(gzip.compress(content))
@@ -79,7 +84,9 @@ def test_job_with_one_bad_and_one_oddly_named_trace_still_summarizes_the_good_on
     s = json.loads(proc.stdout)
     assert [t["rank"] for t in s["traces"]] == [0]
     assert {p["file"].rsplit("/", 1)[1]: p["error"].split(" ")[0] for p in s["problems"]} == {
-        "rank1_steps551-552.pt.trace.json.gz": "truncated", "rank1_stepsX-Y.pt.trace.json.gz": "skipped:"}
+        "rank1_steps551-552.pt.trace.json.gz": "truncated",
+        "rank1_stepsX-Y.pt.trace.json.gz": "skipped:",
+    }
     stderr = proc.stderr.strip().splitlines()
     assert len(stderr) == 2 and all(line.startswith("bridge-plugins summary: skipped ") for line in stderr)
 
@@ -112,9 +119,13 @@ def test_trace_without_profiler_steps_is_summarized_without_step_times_and_says_
 def test_invalid_utf8_and_huge_numbers_do_not_lose_the_file(tmp_path):
     raw = J128[0].read_bytes()
     text = gzip.decompress(raw).replace(b'"aten::_foreach_mul_"', b'"aten::\xff_foreach_mul_"', 1)
-    text = text.replace(b'"traceEvents": [', b'"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "big", '
-                        b'"ts": 99999999999999999999999999999, "dur": 1, "args": {"correlation": 99999999999999999999999, '
-                        b'"stream": 7}},', 1)
+    text = text.replace(
+        b'"traceEvents": [',
+        b'"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "big", '
+        b'"ts": 99999999999999999999999999999, "dur": 1, "args": {"correlation": 99999999999999999999999, '
+        b'"stream": 7}},',
+        1,
+    )
     p = tmp_path / "odd.json"
     p.write_bytes(text)
     (t,) = summarize([p], top=None)["traces"]

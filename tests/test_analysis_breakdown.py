@@ -8,13 +8,29 @@ from bridge_plugins.analysis import summarize
 
 
 def kernel(name, ts, dur, corr, stream=7, cat="kernel"):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
-            "args": {"stream": stream, "correlation": corr, "device": 0}}
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 0,
+        "tid": stream,
+        "ts": ts,
+        "dur": dur,
+        "args": {"stream": stream, "correlation": corr, "device": 0},
+    }
 
 
 def launch(ts, corr):
-    return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts, "dur": 1,
-            "args": {"correlation": corr}}
+    return {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": "cudaLaunchKernel",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "dur": 1,
+        "args": {"correlation": corr},
+    }
 
 
 def step(n, ts, dur):
@@ -29,23 +45,40 @@ def write(tmp_path, events):
 
 def test_overlapping_streams_split_into_computation_communication_memory_idle(tmp_path):
     events = [
-        step(1, 1000, 20), step(2, 1020, 20),
-        launch(1001, 1), launch(1002, 2), launch(1003, 3), launch(1021, 4), launch(1022, 5),
-        kernel("gemm", 1100, 10, 1),                                    # computation [0, 10)
-        kernel("ncclDevKernel_AllReduce_Sum", 1105, 15, 2, stream=9),   # communication [5, 20), half hidden
+        step(1, 1000, 20),
+        step(2, 1020, 20),
+        launch(1001, 1),
+        launch(1002, 2),
+        launch(1003, 3),
+        launch(1021, 4),
+        launch(1022, 5),
+        kernel("gemm", 1100, 10, 1),  # computation [0, 10)
+        kernel("ncclDevKernel_AllReduce_Sum", 1105, 15, 2, stream=9),  # communication [5, 20), half hidden
         kernel("Memcpy DtoH (Device -> Pageable)", 1118, 7, 3, cat="gpu_memcpy"),  # memory [18, 25)
-        kernel("gemm", 1130, 10, 4),                                    # computation [30, 40)
-        kernel("cudaStreamSync", 1131, 2, 5),                           # "other": not computation
-        kernel("gemm", 1200, 50, 99),                                   # no CPU launch: dropped
-        kernel("gemm", 1300, 50, 6),                                    # launched after the last step: dropped
+        kernel("gemm", 1130, 10, 4),  # computation [30, 40)
+        kernel("cudaStreamSync", 1131, 2, 5),  # "other": not computation
+        kernel("gemm", 1200, 50, 99),  # no CPU launch: dropped
+        kernel("gemm", 1300, 50, 6),  # launched after the last step: dropped
         launch(1045, 6),
     ]
     (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    assert t["gpu"] == {"span_us": 40.0, "computation_us": 20.0, "communication_us": 10.0, "memory_us": 5.0,
-                        "idle_us": 5.0, "communication_total_us": 15.0, "gpu_events": 5, "gpu_events_dropped": 2}
+    assert t["gpu"] == {
+        "span_us": 40.0,
+        "computation_us": 20.0,
+        "communication_us": 10.0,
+        "memory_us": 5.0,
+        "idle_us": 5.0,
+        "communication_total_us": 15.0,
+        "gpu_events": 5,
+        "gpu_events_dropped": 2,
+    }
     types = {r["name"]: (r["type"], r["calls"], r["total_us"]) for r in t["top_gpu_kernels"]}
-    assert types == {"gemm": ("computation", 2, 20.0), "ncclDevKernel_AllReduce_Sum": ("communication", 1, 15.0),
-                     "Memcpy DtoH (Device -> Pageable)": ("memory", 1, 7.0), "cudaStreamSync": ("other", 1, 2.0)}
+    assert types == {
+        "gemm": ("computation", 2, 20.0),
+        "ncclDevKernel_AllReduce_Sum": ("communication", 1, 15.0),
+        "Memcpy DtoH (Device -> Pageable)": ("memory", 1, 7.0),
+        "cudaStreamSync": ("other", 1, 2.0),
+    }
     assert t["steps"]["captured"] == [1, 2] and t["steps"]["median_us"] == 20.0
 
 
@@ -56,8 +89,22 @@ def test_one_step_keeps_every_gpu_event_as_hta_does(tmp_path):
 
 
 def test_self_time_subtracts_nested_operators_on_the_same_thread(tmp_path):
-    op = lambda name, ts, dur, tid=1: {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
-    events = [op("outer", 0, 100), op("inner", 10, 30), op("leaf", 15, 5), op("inner", 50, 20), op("outer", 0, 50, tid=2)]
+    op = lambda name, ts, dur, tid=1: {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": name,
+        "pid": 1,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+    }
+    events = [
+        op("outer", 0, 100),
+        op("inner", 10, 30),
+        op("leaf", 15, 5),
+        op("inner", 50, 20),
+        op("outer", 0, 50, tid=2),
+    ]
     (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
     rows = {r["name"]: (r["self_us"], r["total_us"], r["calls"]) for r in t["top_cpu_ops"]}
     assert rows == {"outer": (100.0, 150.0, 2), "inner": (45.0, 50.0, 2), "leaf": (5.0, 5.0, 1)}

@@ -17,8 +17,12 @@ from recipes.model import build_training, train_step
 def profiled_run(out, start, end, steps=8):
     """Run the recipe's training step ``steps`` times with a window [start, end); the run's wall time (us)."""
     torch.manual_seed(0)
-    model, opt, data = build_training(ModelConfig(hidden_size=32, num_layers=1, num_heads=2), 16, 2, torch.device("cpu"))
-    cfg = ProfilingConfig(output_dir=str(out), use_pytorch_profiler=True, profile_step_start=start, profile_step_end=end)
+    model, opt, data = build_training(
+        ModelConfig(hidden_size=32, num_layers=1, num_heads=2), 16, 2, torch.device("cpu")
+    )
+    cfg = ProfilingConfig(
+        output_dir=str(out), use_pytorch_profiler=True, profile_step_start=start, profile_step_end=end
+    )
     t0 = time.perf_counter()
     with ProfilingController(cfg, rank=0) as ctl:
         for i in range(steps):
@@ -54,7 +58,9 @@ def test_compare_two_windows_of_the_recipe(runs):
     assert (c["base"]["rank_steps"], c["new"]["rank_steps"]) == (4, 2)
     assert c["gpu_delta"] is None and c["step_delta_us"] is not None
     # same model, same ops: calls per step of the matmuls agree between a 4-step and a 2-step window
-    calls = [{r["name"]: r["calls"] / t["steps"]["count"] for r in t["top_cpu_ops"]}
-             for t in (summarize([base], top=None)["traces"][0], summarize([new], top=None)["traces"][0])]
+    calls = [
+        {r["name"]: r["calls"] / t["steps"]["count"] for r in t["top_cpu_ops"]}
+        for t in (summarize([base], top=None)["traces"][0], summarize([new], top=None)["traces"][0])
+    ]
     assert calls[0]["aten::addmm"] == calls[1]["aten::addmm"] > 0
     assert c["ops_regressions"] or c["ops_improvements"]

@@ -16,7 +16,9 @@ from bridge_plugins.analysis import summarize
 from bridge_plugins.analysis.compare import compare
 
 # <repo>/../shared as CI lays it out; BRIDGE_SHARED points elsewhere (a worktree away from shared/)
-FIXTURES = Path(os.environ.get("BRIDGE_SHARED") or Path(__file__).resolve().parents[2] / "shared") / "fixtures" / "gpu-traces"
+FIXTURES = (
+    Path(os.environ.get("BRIDGE_SHARED") or Path(__file__).resolve().parents[2] / "shared") / "fixtures" / "gpu-traces"
+)
 JOBS = {"job128": ["job128_rank0.json.gz", "job128_rank1.json.gz"], "job2": ["job2_rank0.json.gz"]}
 if not FIXTURES.is_dir():
     pytest.skip(f"{FIXTURES} missing: the repo's shared/ folder is not beside it", allow_module_level=True)
@@ -27,7 +29,9 @@ HTA_JOB128 = {0: (210320, 675191, 337336, 1222847), 1: (271973, 651136, 308077, 
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "bridge_plugins", *map(str, args)], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bridge_plugins", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +51,9 @@ def test_gpu_breakdown_of_each_rank_adds_up_to_the_span_and_equals_hta(job128):
 
 def test_rank_and_steps_come_from_the_trace(job128):
     assert [(t["rank"], t["rank_source"], t["world_size"]) for t in job128["traces"]] == [
-        (0, "distributedInfo", 128), (1, "distributedInfo", 128)]
+        (0, "distributedInfo", 128),
+        (1, "distributedInfo", 128),
+    ]
     st = job128["traces"][0]["steps"]
     assert (st["captured"], st["min_us"], st["max_us"], st["median_us"]) == ([551, 552], 607312.0, 622928.0, 615120.0)
 
@@ -129,7 +135,9 @@ def test_compare_cli_job_directories_and_json(tmp_path):
 
 
 def test_analysis_imports_neither_torch_nor_nemo_run():
-    code = "import sys, bridge_plugins.analysis, bridge_plugins.cli.summary, bridge_plugins.cli.compare; " \
-           "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nemo_run')))"
+    code = (
+        "import sys, bridge_plugins.analysis, bridge_plugins.cli.summary, bridge_plugins.cli.compare; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nemo_run')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

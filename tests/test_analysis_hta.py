@@ -28,7 +28,9 @@ def test_breakdown_agrees_with_hta_within_one_percent_of_the_span(tmp_path, job)
     files = [FIXTURES / f for f in JOBS[job]]
     for f in files:  # HTA reads every trace in one directory per job
         shutil.copy(f, tmp_path / f.name)
-    hta = TraceAnalysis(trace_dir=str(tmp_path), include_last_profiler_step=True).get_temporal_breakdown(visualize=False)
+    hta = TraceAnalysis(trace_dir=str(tmp_path), include_last_profiler_step=True).get_temporal_breakdown(
+        visualize=False
+    )
     ours = {t["rank"]: t["gpu"] for t in summarize(files)["traces"]}
     assert sorted(ours) == sorted(hta["rank"].tolist())
     for _, row in hta.iterrows():

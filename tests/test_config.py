@@ -41,10 +41,18 @@ def test_every_field_has_a_docstring_in_the_source():
 
 
 BAD = [
-    (dict(use_nsys_profiler=True, use_pytorch_profiler=True), ValueError, ["use_nsys_profiler", "use_pytorch_profiler", "mutually exclusive"]),
+    (
+        dict(use_nsys_profiler=True, use_pytorch_profiler=True),
+        ValueError,
+        ["use_nsys_profiler", "use_pytorch_profiler", "mutually exclusive"],
+    ),
     (dict(profile_step_start=-1, profile_step_end=3), ValueError, ["profile_step_start", "-1", ">= 0"]),
     (dict(profile_step_start=0, profile_step_end=-2), ValueError, ["profile_step_end", "-2"]),
-    (dict(profile_step_start=5, profile_step_end=5), ValueError, ["profile_step_end=5", "profile_step_start=5", "at least 6"]),
+    (
+        dict(profile_step_start=5, profile_step_end=5),
+        ValueError,
+        ["profile_step_end=5", "profile_step_start=5", "at least 6"],
+    ),
     (dict(profile_step_start=7, profile_step_end=5), ValueError, ["profile_step_end=5", "at least 8"]),
     (dict(profile_step_start=1.5), TypeError, ["profile_step_start", "1.5", "int"]),
     (dict(profile_step_start=True), TypeError, ["profile_step_start", "True"]),

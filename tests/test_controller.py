@@ -24,7 +24,9 @@ from tests.support import trace_files, trace_steps
 def train_step():
     """One real training iteration of a very small TinyGPT."""
     torch.manual_seed(0)
-    model, opt, data = build_training(ModelConfig(hidden_size=32, num_layers=1, num_heads=2), 16, 2, torch.device("cpu"))
+    model, opt, data = build_training(
+        ModelConfig(hidden_size=32, num_layers=1, num_heads=2), 16, 2, torch.device("cpu")
+    )
     return lambda: recipe_train_step(model, opt, data)
 
 
@@ -45,7 +47,11 @@ def cfg(tmp_path, **kw):
 
 @pytest.mark.parametrize("start,end", [(0, 3), (5, 9), (7, 8), (2, 6)])
 def test_trace_holds_exactly_the_window(tmp_path, train_step, start, end):
-    ctl = run_loop(ProfilingController(cfg(tmp_path, profile_step_start=start, profile_step_end=end), rank=0), train_step, range(12))
+    ctl = run_loop(
+        ProfilingController(cfg(tmp_path, profile_step_start=start, profile_step_end=end), rank=0),
+        train_step,
+        range(12),
+    )
     files = trace_files(tmp_path)
     assert list(files) == [0] and len(files[0]) == 1
     path = files[0][0]
@@ -56,7 +62,9 @@ def test_trace_holds_exactly_the_window(tmp_path, train_step, start, end):
 
 
 def test_one_log_line_per_artifact_with_path_size_and_time(tmp_path, train_step, caplog):
-    ctl = run_loop(ProfilingController(cfg(tmp_path, profile_step_start=1, profile_step_end=3), rank=0), train_step, range(4))
+    ctl = run_loop(
+        ProfilingController(cfg(tmp_path, profile_step_start=1, profile_step_end=3), rank=0), train_step, range(4)
+    )
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("wrote ")]
     assert len(lines) == 1
     assert str(ctl.artifacts[0]) in lines[0] and " KB)" in lines[0] and lines[0].endswith(" s")
@@ -64,20 +72,38 @@ def test_one_log_line_per_artifact_with_path_size_and_time(tmp_path, train_step,
 
 def test_unselected_rank_does_no_profiling_work(tmp_path, train_step):
     out = tmp_path / "out"
-    ctl = run_loop(ProfilingController(cfg(out, profile_step_start=0, profile_step_end=2, profile_ranks=[0]), rank=1, world_size=2), train_step, range(3))
+    ctl = run_loop(
+        ProfilingController(
+            cfg(out, profile_step_start=0, profile_step_end=2, profile_ranks=[0]), rank=1, world_size=2
+        ),
+        train_step,
+        range(3),
+    )
     assert not ctl.selected
     assert not out.exists()  # not even the directory
     assert ctl.artifacts == [] and ctl._backends == []
 
 
 def test_empty_ranks_list_selects_every_rank(tmp_path, train_step):
-    ctl = run_loop(ProfilingController(cfg(tmp_path, profile_step_start=1, profile_step_end=2, profile_ranks=[]), rank=3, world_size=4), train_step, range(3))
+    ctl = run_loop(
+        ProfilingController(
+            cfg(tmp_path, profile_step_start=1, profile_step_end=2, profile_ranks=[]), rank=3, world_size=4
+        ),
+        train_step,
+        range(3),
+    )
     assert ctl.selected
     assert trace_steps(trace_files(tmp_path)[3][0]) == {1}
 
 
 def test_rank_outside_the_world_is_warned_about(tmp_path, train_step, caplog):
-    run_loop(ProfilingController(cfg(tmp_path, profile_step_start=0, profile_step_end=1, profile_ranks=[0, 5]), rank=0, world_size=2), train_step, range(1))
+    run_loop(
+        ProfilingController(
+            cfg(tmp_path, profile_step_start=0, profile_step_end=1, profile_ranks=[0, 5]), rank=0, world_size=2
+        ),
+        train_step,
+        range(1),
+    )
     msgs = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("[5]" in m and "outside the world of 2" in m for m in msgs), msgs
 
@@ -87,7 +113,9 @@ def warnings_of(caplog):
 
 
 def test_loop_ending_inside_the_window_writes_what_was_captured(tmp_path, train_step, caplog):
-    ctl = run_loop(ProfilingController(cfg(tmp_path, profile_step_start=4, profile_step_end=10), rank=0), train_step, range(7))
+    ctl = run_loop(
+        ProfilingController(cfg(tmp_path, profile_step_start=4, profile_step_end=10), rank=0), train_step, range(7)
+    )
     path = trace_files(tmp_path)[0][0]
     assert path.name == "rank0_steps4-6.pt.trace.json.gz"
     assert trace_steps(path) == {4, 5, 6}
@@ -98,7 +126,13 @@ def test_loop_ending_inside_the_window_writes_what_was_captured(tmp_path, train_
 @pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
 def test_exception_inside_the_window_writes_a_complete_trace(tmp_path, train_step, caplog, exc):
     with pytest.raises(exc):
-        run_loop(ProfilingController(cfg(tmp_path, profile_step_start=4, profile_step_end=8), rank=0), train_step, range(10), fail_at=5, exc=exc)
+        run_loop(
+            ProfilingController(cfg(tmp_path, profile_step_start=4, profile_step_end=8), rank=0),
+            train_step,
+            range(10),
+            fail_at=5,
+            exc=exc,
+        )
     path = trace_files(tmp_path)[0][0]
     assert trace_steps(path) == {4, 5}  # loads as complete gzip JSON
     assert any(f"{exc.__name__} raised in step 5" in m and "captured steps 4-5" in m for m in warnings_of(caplog))
@@ -106,26 +140,44 @@ def test_exception_inside_the_window_writes_a_complete_trace(tmp_path, train_ste
 
 def test_exception_before_the_window_warns_that_nothing_was_captured(tmp_path, train_step, caplog):
     with pytest.raises(RuntimeError):
-        run_loop(ProfilingController(cfg(tmp_path, profile_step_start=4, profile_step_end=8), rank=0), train_step, range(10), fail_at=1, exc=RuntimeError)
+        run_loop(
+            ProfilingController(cfg(tmp_path, profile_step_start=4, profile_step_end=8), rank=0),
+            train_step,
+            range(10),
+            fail_at=1,
+            exc=RuntimeError,
+        )
     assert trace_files(tmp_path) == {}
     assert any("never reached: RuntimeError raised before step 4" in m for m in warnings_of(caplog))
 
 
 def test_resume_inside_the_window_captures_the_rest(tmp_path, train_step, caplog):
-    ctl = run_loop(ProfilingController(cfg(tmp_path, profile_step_start=4, profile_step_end=9), rank=0), train_step, range(6, 12))
+    ctl = run_loop(
+        ProfilingController(cfg(tmp_path, profile_step_start=4, profile_step_end=9), rank=0), train_step, range(6, 12)
+    )
     assert trace_steps(trace_files(tmp_path)[0][0]) == {6, 7, 8}
-    assert any("starts at step 6, inside the profiling window" in m and "capturing steps 6-8" in m for m in warnings_of(caplog))
+    assert any(
+        "starts at step 6, inside the profiling window" in m and "capturing steps 6-8" in m for m in warnings_of(caplog)
+    )
     assert ctl.captured_steps == range(6, 9)
 
 
 def test_resume_past_the_window_warns_and_captures_nothing(tmp_path, train_step, caplog):
-    run_loop(ProfilingController(cfg(tmp_path, profile_step_start=4, profile_step_end=9), rank=0), train_step, range(12, 15))
+    run_loop(
+        ProfilingController(cfg(tmp_path, profile_step_start=4, profile_step_end=9), rank=0), train_step, range(12, 15)
+    )
     assert trace_files(tmp_path) == {}
-    assert any("step 12 is past the profiling window (steps 4-8) that was never opened" in m for m in warnings_of(caplog))
+    assert any(
+        "step 12 is past the profiling window (steps 4-8) that was never opened" in m for m in warnings_of(caplog)
+    )
 
 
 def test_loop_that_skips_past_the_window_end_closes_it(tmp_path, train_step, caplog):
-    run_loop(ProfilingController(cfg(tmp_path, profile_step_start=3, profile_step_end=6), rank=0), train_step, range(0, 12, 2))
+    run_loop(
+        ProfilingController(cfg(tmp_path, profile_step_start=3, profile_step_end=6), rank=0),
+        train_step,
+        range(0, 12, 2),
+    )
     assert trace_steps(trace_files(tmp_path)[0][0]) == {4}
     assert any("step 6 came after step 4" in m for m in warnings_of(caplog))
 
@@ -133,7 +185,14 @@ def test_loop_that_skips_past_the_window_end_closes_it(tmp_path, train_step, cap
 def test_nsys_on_cpu_warns_once_and_does_not_crash(tmp_path, train_step, caplog):
     if torch.cuda.is_available():
         pytest.skip("checks the CPU-only path")
-    ctl = run_loop(ProfilingController(cfg(tmp_path, use_pytorch_profiler=False, use_nsys_profiler=True, profile_step_start=1, profile_step_end=3), rank=0), train_step, range(5))
+    ctl = run_loop(
+        ProfilingController(
+            cfg(tmp_path, use_pytorch_profiler=False, use_nsys_profiler=True, profile_step_start=1, profile_step_end=3),
+            rank=0,
+        ),
+        train_step,
+        range(5),
+    )
     warns = [m for m in warnings_of(caplog) if "nsys" in m]
     assert len(warns) == 1 and "CUDA is not available" in warns[0]
     assert ctl.artifacts == [] and ctl.captured_steps == range(1, 3)
@@ -143,7 +202,13 @@ def test_nsys_on_cpu_warns_once_and_does_not_crash(tmp_path, train_step, caplog)
 def test_memory_history_on_cpu_warns_and_does_not_crash(tmp_path, train_step, caplog):
     if torch.cuda.is_available():
         pytest.skip("checks the CPU-only path")
-    ctl = run_loop(ProfilingController(cfg(tmp_path, record_memory_history=True, profile_step_start=1, profile_step_end=3), rank=0), train_step, range(4))
+    ctl = run_loop(
+        ProfilingController(
+            cfg(tmp_path, record_memory_history=True, profile_step_start=1, profile_step_end=3), rank=0
+        ),
+        train_step,
+        range(4),
+    )
     warns = [m for m in warnings_of(caplog) if "record_memory_history" in m]
     assert len(warns) == 1 and "CUDA is not available" in warns[0]
     # the PyTorch profiler still ran
@@ -155,8 +220,13 @@ def test_memory_history_on_cpu_warns_and_does_not_crash(tmp_path, train_step, ca
 def test_unwritable_output_dir_is_an_error_not_a_crash(tmp_path, train_step, caplog, background):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=1, profile_step_end=3,
-                          output_dir=str(blocker / "sub"), background_export=background)
+    cfg = ProfilingConfig(
+        use_pytorch_profiler=True,
+        profile_step_start=1,
+        profile_step_end=3,
+        output_dir=str(blocker / "sub"),
+        background_export=background,
+    )
     ctl = run_loop(ProfilingController(cfg, rank=0), train_step, range(5))  # training completes
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "Not a directory" in errors[0] and "training continues" in errors[0], errors
@@ -179,7 +249,13 @@ def test_trace_is_written_beside_training_and_joined_at_exit(tmp_path, train_ste
 
 
 def test_sync_export_writes_on_the_training_thread(tmp_path, train_step, caplog):
-    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=2, profile_step_end=4, output_dir=str(tmp_path), background_export=False)
+    cfg = ProfilingConfig(
+        use_pytorch_profiler=True,
+        profile_step_start=2,
+        profile_step_end=4,
+        output_dir=str(tmp_path),
+        background_export=False,
+    )
     ctl = run_loop(ProfilingController(cfg, rank=0), train_step, range(5))
     wrote = [r for r in caplog.records if r.getMessage().startswith("wrote PyTorch trace")]
     assert len(wrote) == 1 and wrote[0].threadName == "MainThread"
@@ -205,12 +281,20 @@ def test_restarted_job_never_overwrites_an_earlier_attempt(tmp_path, train_step,
     ]
     assert first.read_bytes() == before
     # nothing half-written is left behind
-    assert sorted(p.name for p in (tmp_path / "torch_profile").iterdir()) == sorted(p.name for p in (first, second, third, fourth))
+    assert sorted(p.name for p in (tmp_path / "torch_profile").iterdir()) == sorted(
+        p.name for p in (first, second, third, fourth)
+    )
 
 
 def test_default_output_dir_is_profiling_under_the_working_directory(tmp_path, train_step, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    ctl = run_loop(ProfilingController(ProfilingConfig(use_pytorch_profiler=True, profile_step_start=0, profile_step_end=1), rank=0), train_step, range(1))
+    ctl = run_loop(
+        ProfilingController(
+            ProfilingConfig(use_pytorch_profiler=True, profile_step_start=0, profile_step_end=1), rank=0
+        ),
+        train_step,
+        range(1),
+    )
     assert ctl.artifacts == [tmp_path / "profiling" / "torch_profile" / "rank0_steps0-0.pt.trace.json.gz"]
 
 
@@ -223,8 +307,14 @@ def test_record_shapes_reaches_the_pytorch_profiler(tmp_path, train_step):
             events = json.load(f)["traceEvents"]
         return any("Input Dims" in (e.get("args") or {}) for e in events)
 
-    a = run_loop(ProfilingController(cfg(tmp_path / "a", profile_step_start=0, profile_step_end=1, record_shapes=True), rank=0), train_step, range(1))
-    b = run_loop(ProfilingController(cfg(tmp_path / "b", profile_step_start=0, profile_step_end=1), rank=0), train_step, range(1))
+    a = run_loop(
+        ProfilingController(cfg(tmp_path / "a", profile_step_start=0, profile_step_end=1, record_shapes=True), rank=0),
+        train_step,
+        range(1),
+    )
+    b = run_loop(
+        ProfilingController(cfg(tmp_path / "b", profile_step_start=0, profile_step_end=1), rank=0), train_step, range(1)
+    )
     assert has_shapes(a.artifacts[0]) and not has_shapes(b.artifacts[0])
 
 
@@ -251,7 +341,12 @@ def test_from_config_accepts_container_profiling_config_none_and_foreign_shapes(
         profiling: TheirProfilingConfig = field(default_factory=TheirProfilingConfig)
 
     got = ProfilingController.from_config(TheirContainer()).config
-    assert (got.use_pytorch_profiler, got.profile_step_start, got.profile_step_end, got.profile_ranks) == (True, 3, 5, [0, 1])
+    assert (got.use_pytorch_profiler, got.profile_step_start, got.profile_step_end, got.profile_ranks) == (
+        True,
+        3,
+        5,
+        [0, 1],
+    )
 
 
 def test_inert_controller_without_profiling(train_step):
@@ -293,7 +388,11 @@ def test_rank_detection_without_a_process_group(monkeypatch):
 def test_rank_is_read_from_the_environment(tmp_path, train_step, monkeypatch):
     monkeypatch.setenv("RANK", "2")
     monkeypatch.setenv("WORLD_SIZE", "4")
-    run_loop(ProfilingController(cfg(tmp_path, profile_step_start=0, profile_step_end=1, profile_ranks=[2])), train_step, range(1))
+    run_loop(
+        ProfilingController(cfg(tmp_path, profile_step_start=0, profile_step_end=1, profile_ranks=[2])),
+        train_step,
+        range(1),
+    )
     assert list(trace_files(tmp_path)) == [2]
 
 

@@ -35,7 +35,15 @@ def train(ctl, steps):
 
 
 def test_pytorch_trace_has_cuda_kernels_for_exactly_the_window(tmp_path):
-    ctl = train(ProfilingController(ProfilingConfig(use_pytorch_profiler=True, profile_step_start=3, profile_step_end=6, output_dir=str(tmp_path)), rank=0), range(8))
+    ctl = train(
+        ProfilingController(
+            ProfilingConfig(
+                use_pytorch_profiler=True, profile_step_start=3, profile_step_end=6, output_dir=str(tmp_path)
+            ),
+            rank=0,
+        ),
+        range(8),
+    )
     path = trace_files(tmp_path)[0][0]
     assert trace_steps(path) == {3, 4, 5}
     with gzip.open(path, "rt") as f:
@@ -46,7 +54,13 @@ def test_pytorch_trace_has_cuda_kernels_for_exactly_the_window(tmp_path):
 
 
 def test_memory_snapshot_contents_and_recording_stops(tmp_path):
-    cfg = ProfilingConfig(record_memory_history=True, profile_step_start=2, profile_step_end=4, output_dir=str(tmp_path), memory_snapshot_path="snaps/mem.pickle")
+    cfg = ProfilingConfig(
+        record_memory_history=True,
+        profile_step_start=2,
+        profile_step_end=4,
+        output_dir=str(tmp_path),
+        memory_snapshot_path="snaps/mem.pickle",
+    )
     ctl = ProfilingController(cfg, rank=0)
     train(ctl, range(6))
     snap_path = tmp_path / "snaps" / "mem_0.pickle"
@@ -70,7 +84,9 @@ def test_memory_snapshot_contents_and_recording_stops(tmp_path):
 
 
 def test_out_of_memory_dumps_an_oom_snapshot(tmp_path):
-    cfg = ProfilingConfig(record_memory_history=True, profile_step_start=50, profile_step_end=60, output_dir=str(tmp_path))
+    cfg = ProfilingConfig(
+        record_memory_history=True, profile_step_start=50, profile_step_end=60, output_dir=str(tmp_path)
+    )
     with ProfilingController(cfg, rank=0) as ctl:
         keep = torch.ones(1024, device="cuda")
         with pytest.raises(torch.cuda.OutOfMemoryError):
@@ -108,7 +124,9 @@ def test_nsys_calls_cuda_profiler_start_and_stop_around_the_window(tmp_path, mon
 
 
 def test_nsys_per_op_nvtx_with_shapes_runs(tmp_path):
-    cfg = ProfilingConfig(use_nsys_profiler=True, record_shapes=True, profile_step_start=1, profile_step_end=3, output_dir=str(tmp_path))
+    cfg = ProfilingConfig(
+        use_nsys_profiler=True, record_shapes=True, profile_step_start=1, profile_step_end=3, output_dir=str(tmp_path)
+    )
     ctl = train(ProfilingController(cfg, rank=0), range(4))
     assert ctl.captured_steps == range(1, 3)
     assert not torch.autograd._profiler_enabled()  # emit_nvtx was closed with the window

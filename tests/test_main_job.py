@@ -22,7 +22,19 @@ def recipes(*args):
 
 
 def test_main_job_profiles_the_window_on_two_local_ranks(tmp_path):
-    args = ("--steps", "8", "--start", "3", "--end", "6", "--ranks", "0,1", "--memory-history", "--base-dir", str(tmp_path))
+    args = (
+        "--steps",
+        "8",
+        "--start",
+        "3",
+        "--end",
+        "6",
+        "--ranks",
+        "0,1",
+        "--memory-history",
+        "--base-dir",
+        str(tmp_path),
+    )
     proc = run_job(recipes(*args))
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:] + proc.stderr[-4000:]
@@ -41,7 +53,10 @@ def test_main_job_profiles_the_window_on_two_local_ranks(tmp_path):
     assert "USDT" not in out and "USDT" not in proc.stderr
     if not has_cuda():
         # one consistent story about memory history on CPU: the final summary says none was written, and why
-        assert "no memory snapshot was written" in out and "CUDA" in out.split("no memory snapshot was written", 1)[1][:200]
+        assert (
+            "no memory snapshot was written" in out
+            and "CUDA" in out.split("no memory snapshot was written", 1)[1][:200]
+        )
         assert "memory snapshots go to" not in out
     files = trace_files(job_dirs[0])
     assert sorted(files) == [0, 1]
@@ -61,8 +76,14 @@ def assert_offline_report_beside_artifacts(out, job_dir, steps):
     html = printed.read_text(encoding="utf-8")
     assert "<script src" not in html.lower()
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I), "no remote resource"
-    summary = json.loads(subprocess.run([sys.executable, "-m", "bridge_plugins", "summary", str(job_dir), "--json"],
-                                        capture_output=True, text=True, check=True).stdout)
+    summary = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "bridge_plugins", "summary", str(job_dir), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     assert {t["rank"]: t["steps"]["captured"] for t in summary["traces"]} == steps
     captured = sorted({s for ranks in steps.values() for s in ranks})
     assert f"Steps captured: {', '.join(map(str, captured))}." in html
@@ -95,7 +116,11 @@ def test_dryrun_nsys_with_memory_history_keeps_it_in_the_job_config(tmp_path):
 
 
 def test_dryrun_prints_the_sbatch_script(tmp_path):
-    proc = run_job(recipes("--dryrun", "--executor", "slurm", "--account", "acct1", "--partition", "part1", "--base-dir", str(tmp_path)))
+    proc = run_job(
+        recipes(
+            "--dryrun", "--executor", "slurm", "--account", "acct1", "--partition", "part1", "--base-dir", str(tmp_path)
+        )
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "sbatch script:" in proc.stdout
     assert "#SBATCH --account=acct1" in proc.stdout and "#SBATCH --partition=part1" in proc.stdout
@@ -153,8 +178,21 @@ def test_slurm_nsys_without_nsys_here_warns_and_leaves_the_check_to_the_node(tmp
 
 
 def test_slurm_nsys_job_checks_for_nsys_on_the_node_and_fails_clearly(tmp_path):
-    proc = run_job(recipes("--profiler", "nsys", "--dryrun", "--executor", "slurm", "--account", "a", "--partition", "p",
-                           "--base-dir", str(tmp_path)))
+    proc = run_job(
+        recipes(
+            "--profiler",
+            "nsys",
+            "--dryrun",
+            "--executor",
+            "slurm",
+            "--account",
+            "a",
+            "--partition",
+            "p",
+            "--base-dir",
+            str(tmp_path),
+        )
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     script = proc.stdout.split("sbatch script:", 1)[1].split("job's profiling config:", 1)[0]
     check = next(line for line in script.splitlines() if "command -v nsys" in line)
@@ -175,7 +213,9 @@ def test_profiler_none_prints_no_empty_how_to_open_heading(tmp_path):
 def test_the_readme_driver_example_runs_and_prints_its_artifacts(tmp_path):
     from tests.support import ROOT
 
-    proc = run_job([sys.executable, str(ROOT / "examples" / "profile_tiny_gpt.py")], cwd=tmp_path, NEMORUN_HOME=str(tmp_path))
+    proc = run_job(
+        [sys.executable, str(ROOT / "examples" / "profile_tiny_gpt.py")], cwd=tmp_path, NEMORUN_HOME=str(tmp_path)
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     line = next(l for l in proc.stdout.splitlines() if l.strip().startswith("rank 0 trace: "))
     path = line.split("rank 0 trace: ", 1)[1]
@@ -192,7 +232,9 @@ def test_a_failed_jobs_log_tail_leaves_out_kineto_markers_only(tmp_path):
     assert not is_kineto_marker("USDT rates fell") and not is_kineto_marker("ERROR:2026-11-30 kineto failed")
     log = tmp_path / "nemo_run" / "job" / "0" / "combined.log"
     log.parent.mkdir(parents=True)
-    log.write_text("\n".join([f"[default0]:{marker}", "Traceback (most recent call last):", stage, "ValueError: boom", ""]))
+    log.write_text(
+        "\n".join([f"[default0]:{marker}", "Traceback (most recent call last):", stage, "ValueError: boom", ""])
+    )
     assert log_tail(tmp_path) == ["Traceback (most recent call last):", "ValueError: boom"]
 
 
@@ -201,6 +243,7 @@ def test_job_report_is_a_warning_when_it_cannot_be_written_and_absent_when_nothi
 
     from bridge_plugins import artifact_names
     from recipes.__main__ import write_html_report
+
     assert write_html_report(tmp_path) is None, "no traces or snapshots: no report"
     traces = tmp_path / artifact_names.TORCH_TRACE_DIR
     traces.mkdir()

@@ -56,14 +56,28 @@ def warned(caplog):
 
 
 def test_main_fields_reach_our_config(warned):
-    mb = MBMainProfilingConfig(use_pytorch_profiler=True, profile_step_start=3, profile_step_end=6,
-                               pytorch_profiler_collect_shapes=True, pytorch_profiler_collect_callstack=True,
-                               pytorch_profiler_collect_chakra=True, profile_ranks=[0, 1], record_shapes=True)
+    mb = MBMainProfilingConfig(
+        use_pytorch_profiler=True,
+        profile_step_start=3,
+        profile_step_end=6,
+        pytorch_profiler_collect_shapes=True,
+        pytorch_profiler_collect_callstack=True,
+        pytorch_profiler_collect_chakra=True,
+        profile_ranks=[0, 1],
+        record_shapes=True,
+    )
     cfg = ProfilingConfig.from_object(mb)
-    assert cfg == ProfilingConfig(use_pytorch_profiler=True, profile_step_start=3, profile_step_end=6,
-                                  pytorch_profiler_collect_shapes=True, pytorch_profiler_collect_callstack=True,
-                                  pytorch_profiler_collect_chakra=True, profile_ranks=[0, 1], record_shapes=True,
-                                  memory_snapshot_path="/nemo_run/snapshot.pickle")
+    assert cfg == ProfilingConfig(
+        use_pytorch_profiler=True,
+        profile_step_start=3,
+        profile_step_end=6,
+        pytorch_profiler_collect_shapes=True,
+        pytorch_profiler_collect_callstack=True,
+        pytorch_profiler_collect_chakra=True,
+        profile_ranks=[0, 1],
+        record_shapes=True,
+        memory_snapshot_path="/nemo_run/snapshot.pickle",
+    )
     assert warned() == []
 
 
@@ -89,8 +103,10 @@ def test_empty_ranks_with_memory_history_warns_of_the_different_meaning(warned):
 
 def test_relative_snapshot_path_warns_where_it_lands(warned):
     ProfilingConfig.from_object(MB031ProfilingConfig(record_memory_history=True))
-    assert any("memory_snapshot_path='snapshot.pickle' is relative: snapshots go to 'profiling/snapshot.pickle'" in m
-               for m in warned())
+    assert any(
+        "memory_snapshot_path='snapshot.pickle' is relative: snapshots go to 'profiling/snapshot.pickle'" in m
+        for m in warned()
+    )
 
 
 def test_nvtx_ranges_without_nsys_warns(warned):
@@ -102,8 +118,9 @@ def test_031_empty_window_is_rejected_naming_the_source():
     # Deliberate difference: MB 0.3.1 accepted end == start (then nsys never stopped and the torch
     # schedule asserted active > 0 inside the job); we reject it when the config is read.
     with pytest.raises(ValueError) as info:
-        ProfilingConfig.from_object(MB031ProfilingConfig(use_nsys_profiler=True, profile_step_start=10,
-                                                         profile_step_end=10))
+        ProfilingConfig.from_object(
+            MB031ProfilingConfig(use_nsys_profiler=True, profile_step_start=10, profile_step_end=10)
+        )
     assert "MB031ProfilingConfig" in str(info.value) and "profile_step_end=10 must be greater" in str(info.value)
 
 
@@ -137,8 +154,11 @@ def test_controller_reads_megatron_bridge_container(warned):
     class MBContainer:
         profiling: MBMainProfilingConfig = field(default_factory=MBMainProfilingConfig)
 
-    c = MBContainer(MBMainProfilingConfig(use_pytorch_profiler=True, pytorch_profiler_collect_callstack=True,
-                                          pytorch_profiler_with_flops=True))
+    c = MBContainer(
+        MBMainProfilingConfig(
+            use_pytorch_profiler=True, pytorch_profiler_collect_callstack=True, pytorch_profiler_with_flops=True
+        )
+    )
     cfg = ProfilingController.from_config(c).config
     assert cfg.use_pytorch_profiler and cfg.pytorch_profiler_collect_callstack
     assert any("pytorch_profiler_with_flops=True is not supported" in m for m in warned())

@@ -36,12 +36,14 @@ def create_test_profiling_config(**kwargs: Any) -> ProfilingConfig:
 def test_profiling_config_instantiation_validation(use_pytorch_profiler, use_nsys_profiler, expect_assertion_error):
     if expect_assertion_error:
         # MB: AssertionError "Exactly one of pytorch or nsys profiler should be enabled" at container.validate().
-        with pytest.raises(ValueError, match="use_nsys_profiler and use_pytorch_profiler are both True; "
-                                             "they are mutually exclusive"):
+        with pytest.raises(
+            ValueError, match="use_nsys_profiler and use_pytorch_profiler are both True; they are mutually exclusive"
+        ):
             create_test_profiling_config(use_pytorch_profiler=use_pytorch_profiler, use_nsys_profiler=use_nsys_profiler)
     else:
-        cfg = create_test_profiling_config(use_pytorch_profiler=use_pytorch_profiler,
-                                           use_nsys_profiler=use_nsys_profiler)
+        cfg = create_test_profiling_config(
+            use_pytorch_profiler=use_pytorch_profiler, use_nsys_profiler=use_nsys_profiler
+        )
         cfg.validate()  # Should pass without error
 
 
@@ -59,15 +61,18 @@ def test_profiling_config_instantiation_validation(use_pytorch_profiler, use_nsy
         (-5, -1, True, r"profile_step_start=-5 is negative"),  # both < 0: the start is named first, as in MB
     ],
 )
-def test_profiling_config_step_range_validation(profile_step_start, profile_step_end, expect_assertion_error,
-                                                expected_error_match):
+def test_profiling_config_step_range_validation(
+    profile_step_start, profile_step_end, expect_assertion_error, expected_error_match
+):
     if expect_assertion_error:
         with pytest.raises(ValueError, match=expected_error_match):
-            create_test_profiling_config(use_pytorch_profiler=True, profile_step_start=profile_step_start,
-                                         profile_step_end=profile_step_end)
+            create_test_profiling_config(
+                use_pytorch_profiler=True, profile_step_start=profile_step_start, profile_step_end=profile_step_end
+            )
     else:
-        prof_cfg = create_test_profiling_config(use_pytorch_profiler=True, profile_step_start=profile_step_start,
-                                                profile_step_end=profile_step_end)
+        prof_cfg = create_test_profiling_config(
+            use_pytorch_profiler=True, profile_step_start=profile_step_start, profile_step_end=profile_step_end
+        )
         prof_cfg.validate()  # MB: finalize(); should pass without error
 
 
@@ -76,8 +81,10 @@ def test_validation_survives_python_O():
     import subprocess
     import sys
 
-    code = ("from bridge_plugins import ProfilingConfig\n"
-            "try:\n    ProfilingConfig(use_nsys_profiler=True, use_pytorch_profiler=True)\n"
-            "except ValueError:\n    print('rejected')\n")
+    code = (
+        "from bridge_plugins import ProfilingConfig\n"
+        "try:\n    ProfilingConfig(use_nsys_profiler=True, use_pytorch_profiler=True)\n"
+        "except ValueError:\n    print('rejected')\n"
+    )
     out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "rejected"

@@ -113,7 +113,10 @@ class TestFaultTolerancePlugin:
         launcher = executor.launcher
         assert isinstance(launcher, run.FaultTolerance)
         assert (launcher.max_restarts, launcher.initial_rank_heartbeat_timeout, launcher.rank_heartbeat_timeout) == (
-            5, 1800, 300)
+            5,
+            1800,
+            300,
+        )
         assert executor.retries == 3
         assert task.config.ft.enable_ft_package is True
         assert task.config.ft.calc_ft_timeouts is False
@@ -122,8 +125,9 @@ class TestFaultTolerancePlugin:
         plugin = FaultTolerancePlugin()
         task = tiny_gpt_recipe(profiling=dict(use_nsys_profiler=True))
         # Ours is a ProfilingPluginWarning (filterable, and it says why) instead of a logger.warning.
-        with pytest.warns(ProfilingPluginWarning, match="nsys profiling is disabled because the job now runs under "
-                                                        "ft_launcher"):
+        with pytest.warns(
+            ProfilingPluginWarning, match="nsys profiling is disabled because the job now runs under ft_launcher"
+        ):
             plugin.setup(task, executor)
         assert task.config.profiling.use_nsys_profiler is False
 
@@ -201,7 +205,8 @@ class TestNsysPlugin:
         executor.assign("mbtest_1", str(tmp_path / "exp"), task_id="job", task_dir="job")
         plugin.setup(task, executor)
         assert executor.get_launcher().nsys_filename == (
-            "profile_%p_%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_rank%q{SLURM_PROCID}")
+            "profile_%p_%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_rank%q{SLURM_PROCID}"
+        )
 
 
 class TestPyTorchProfilerPlugin:
@@ -270,7 +275,8 @@ class TestPluginIntegration:
 
 def mapping_converter(values):
     return [f"--{k}={v}" for k, v in values.items() if k in ("output_dir", "nvtx_per_op")] + [
-        f"--start={values['profile_step_start']}"]
+        f"--start={values['profile_step_start']}"
+    ]
 
 
 def test_mapping_style_converter_still_sees_every_value(executor):
@@ -284,12 +290,23 @@ def test_typed_args_have_exactly_megatron_bridges_fields():
     import dataclasses
 
     assert [f.name for f in dataclasses.fields(NsysPluginScriptArgs)] == [
-        "profile_step_start", "profile_step_end", "profile_ranks", "record_shapes"]
+        "profile_step_start",
+        "profile_step_end",
+        "profile_ranks",
+        "record_shapes",
+    ]
     assert [f.name for f in dataclasses.fields(PyTorchProfilerPluginScriptArgs)] == [
-        "profile_step_start", "profile_step_end", "profile_ranks", "record_memory_history", "memory_snapshot_path",
-        "record_shapes"]
-    assert [f.name for f in dataclasses.fields(FaultTolerancePluginScriptArgs)] == ["enable_ft_package",
-                                                                                   "calc_ft_timeouts"]
+        "profile_step_start",
+        "profile_step_end",
+        "profile_ranks",
+        "record_memory_history",
+        "memory_snapshot_path",
+        "record_shapes",
+    ]
+    assert [f.name for f in dataclasses.fields(FaultTolerancePluginScriptArgs)] == [
+        "enable_ft_package",
+        "calc_ft_timeouts",
+    ]
     direct = FaultTolerancePluginScriptArgs(enable_ft_package=True, calc_ft_timeouts=False)  # built as MB's code does
     assert dict(direct) == {"enable_ft_package": True, "calc_ft_timeouts": False}
     assert dataclasses.asdict(direct) == dict(direct)

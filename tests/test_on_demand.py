@@ -18,8 +18,18 @@ from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.cli import main as cli_main
 from bridge_plugins.cli.trigger import plan_start
 from bridge_plugins.on_demand import (
-    MAX_FILE_BYTES, POLL_ENV, Progress, ProtocolError, list_requests, progress_path, publish_request,
-    read_progress, read_request, requests_dir, write_progress, new_progress,
+    MAX_FILE_BYTES,
+    POLL_ENV,
+    Progress,
+    ProtocolError,
+    list_requests,
+    new_progress,
+    progress_path,
+    publish_request,
+    read_progress,
+    read_request,
+    requests_dir,
+    write_progress,
 )
 from tests.on_demand_support import on_demand_traces, wait_for
 from tests.support import ROOT, clean_env, trace_steps
@@ -28,14 +38,18 @@ from tests.support import ROOT, clean_env, trace_steps
 # ----------------------------------------------------------------------------- protocol
 def test_requests_get_increasing_ids_and_never_overwrite(tmp_path):
     ids = []
-    threads = [threading.Thread(target=lambda: ids.append(publish_request(tmp_path, 10, 12, [0], False).id)) for _ in range(12)]
+    threads = [
+        threading.Thread(target=lambda: ids.append(publish_request(tmp_path, 10, 12, [0], False).id)) for _ in range(12)
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert sorted(ids) == list(range(1, 13))
     assert [n for n, _ in list_requests(tmp_path)] == [f"{i}.json" for i in range(1, 13)]
-    assert os.listdir(requests_dir(tmp_path)) and not [n for n in os.listdir(requests_dir(tmp_path)) if n.startswith(".")]
+    assert os.listdir(requests_dir(tmp_path)) and not [
+        n for n in os.listdir(requests_dir(tmp_path)) if n.startswith(".")
+    ]
     assert read_request(requests_dir(tmp_path) / "3.json").id == 3
 
 
@@ -90,8 +104,17 @@ def test_symlinks_fifos_and_directories_are_not_read(tmp_path):
 
 
 def progress(step=100, rate=10.0, interval=1.0, window=None, at=1000.0, **kw):
-    return Progress(state="running", step=step, step_time=at, steps_per_s=rate, written=at,
-                    poll_interval_s=interval, world_size=2, window=window, **kw)
+    return Progress(
+        state="running",
+        step=step,
+        step_time=at,
+        steps_per_s=rate,
+        written=at,
+        poll_interval_s=interval,
+        world_size=2,
+        window=window,
+        **kw,
+    )
 
 
 def test_start_is_ahead_by_two_polls_plus_margin_and_clear_of_other_windows():
@@ -110,7 +133,9 @@ def test_a_paused_job_is_not_extrapolated():
 
 
 def test_progress_round_trips_and_rejects_wrong_types(tmp_path):
-    p = new_progress(state="running", step=3, step_time=1.0, steps_per_s=2.0, poll_interval_s=1.0, world_size=2, window=(4, 6))
+    p = new_progress(
+        state="running", step=3, step_time=1.0, steps_per_s=2.0, poll_interval_s=1.0, world_size=2, window=(4, 6)
+    )
     write_progress(tmp_path, p)
     assert read_progress(tmp_path) == p
     _write(progress_path(tmp_path), json.dumps({**json.loads(progress_path(tmp_path).read_text()), "step": "3"}))
@@ -173,10 +198,19 @@ def test_trigger_writes_a_request_after_the_configured_window_and_earlier_reques
 
 
 def test_cli_error_has_no_traceback_as_a_command(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "bridge_plugins", "trigger", str(tmp_path / "nope"), "--steps", "2"],
-                          cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bridge_plugins", "trigger", str(tmp_path / "nope"), "--steps", "2"],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip() == f"bridge-plugins trigger: error: {tmp_path / 'nope'} is not a directory; give the job's profiling output_dir"
+    assert (
+        proc.stderr.strip()
+        == f"bridge-plugins trigger: error: {tmp_path / 'nope'} is not a directory; give the job's profiling output_dir"
+    )
 
 
 # ----------------------------------------------------------------------------- a real controller
@@ -237,18 +271,24 @@ def test_triggers_profile_the_requested_steps_into_separate_files(tmp_path, fast
 
 def test_rules_for_stale_overlapping_hostile_and_other_rank_requests(tmp_path, fast_poll, caplog):
     out = tmp_path
-    cfg = ProfilingConfig(use_pytorch_profiler=True, record_memory_history=True, profile_step_start=60, profile_step_end=63,
-                          on_demand=True, output_dir=str(out))
+    cfg = ProfilingConfig(
+        use_pytorch_profiler=True,
+        record_memory_history=True,
+        profile_step_start=60,
+        profile_step_end=63,
+        on_demand=True,
+        output_dir=str(out),
+    )
     before = publish_request(out, 90, 92, [], False)  # left by an earlier job: ignored without being read
 
     def hostile():
-        publish_request(out, 70, 73, [], False)        # 2: accepted
-        publish_request(out, 72, 75, [0], False)       # 3: overlaps 2
-        publish_request(out, 61, 64, [], False)        # 4: overlaps the configured window 60-62
-        publish_request(out, 2, 4, [], False)          # 5: stale
-        publish_request(out, 80, 82, [1], False)       # 6: names rank 1 only
-        publish_request(out, 84, 86, [0], True)        # 7: accepted; memory: no CUDA here, a warning
-        publish_request(out, 50, 52, [0], True)        # 8: accepted; memory stays with the configured history
+        publish_request(out, 70, 73, [], False)  # 2: accepted
+        publish_request(out, 72, 75, [0], False)  # 3: overlaps 2
+        publish_request(out, 61, 64, [], False)  # 4: overlaps the configured window 60-62
+        publish_request(out, 2, 4, [], False)  # 5: stale
+        publish_request(out, 80, 82, [1], False)  # 6: names rank 1 only
+        publish_request(out, 84, 86, [0], True)  # 7: accepted; memory: no CUDA here, a warning
+        publish_request(out, 50, 52, [0], True)  # 8: accepted; memory stays with the configured history
         d = requests_dir(out)
         _write(d / "20.json", "{garbage")
         (d / "21.json").symlink_to(d / "7.json")
@@ -258,23 +298,32 @@ def test_rules_for_stale_overlapping_hostile_and_other_rank_requests(tmp_path, f
     ctl = loop(ProfilingController(cfg, rank=0, world_size=2), 100, {5: hostile}, sleep=0.02)
     traces = on_demand_traces(out)
     assert {k: [(r, a, b) for r, a, b, _ in v] for k, v in traces.items()} == {
-        None: [(0, 60, 62)], 2: [(0, 70, 72)], 7: [(0, 84, 85)], 8: [(0, 50, 51)],
+        None: [(0, 60, 62)],
+        2: [(0, 70, 72)],
+        7: [(0, 84, 85)],
+        8: [(0, 50, 51)],
     }
     log = caplog.text
     assert "1 request file(s) from before this job started are ignored" in log and before.id == 1
     assert "on-demand request 3 (steps 72-74) ignored: it overlaps on-demand request 2" in log
     assert "on-demand request 4 (steps 61-63) ignored: it overlaps the configured profiling window (steps 60-62)" in log
     assert "on-demand request 5 (steps 2-3) ignored: stale, this rank is already at step" in log
-    assert "20.json is not valid JSON" in log and "21.json is a symlink" in log and "22.json is not a regular file" in log
+    assert (
+        "20.json is not valid JSON" in log and "21.json is a symlink" in log and "22.json is not a regular file" in log
+    )
     assert "notes.txt: not a request file name" in log
     assert "record_memory_history requested but CUDA is not available" in log
-    assert "request 8 (steps 50-51): no memory snapshot of its own, the configured memory history records until step 62" in log
+    assert (
+        "request 8 (steps 50-51): no memory snapshot of its own, the configured memory history records until step 62"
+        in log
+    )
     assert read_progress(out).state == "finished"  # the loop ran to its end
 
 
 def test_back_to_back_on_demand_and_configured_windows(tmp_path, fast_poll):
-    cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=46, profile_step_end=48, on_demand=True,
-                          output_dir=str(tmp_path))
+    cfg = ProfilingConfig(
+        use_pytorch_profiler=True, profile_step_start=46, profile_step_end=48, on_demand=True, output_dir=str(tmp_path)
+    )
 
     def ask():
         publish_request(tmp_path, 40, 43, [], False)
@@ -287,8 +336,11 @@ def test_back_to_back_on_demand_and_configured_windows(tmp_path, fast_poll):
         assert trace_steps(v[0][3]) == set(range(v[0][1], v[0][2] + 1))
 
 
-@pytest.mark.parametrize("configured", ["", "use_pytorch_profiler=True, profile_step_start=150, profile_step_end=152, "],
-                         ids=["on_demand_only", "with_a_configured_window_whose_handler_runs_first"])
+@pytest.mark.parametrize(
+    "configured",
+    ["", "use_pytorch_profiler=True, profile_step_start=150, profile_step_end=152, "],
+    ids=["on_demand_only", "with_a_configured_window_whose_handler_runs_first"],
+)
 def test_sigterm_inside_an_on_demand_window_writes_what_it_captured(tmp_path, configured):
     job = f"""
 import logging, sys, time, torch
@@ -306,8 +358,14 @@ with ProfilingController(ProfilingConfig({configured}on_demand=True, output_dir=
                 print("IN STEP 33", flush=True); time.sleep(60)
 print("NOT REACHED", flush=True)
 """
-    proc = subprocess.Popen([sys.executable, "-c", job, str(tmp_path)], cwd=ROOT, env=clean_env(**{POLL_ENV: "0.05"}),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", job, str(tmp_path)],
+        cwd=ROOT,
+        env=clean_env(**{POLL_ENV: "0.05"}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines = []
     for line in proc.stdout:
         lines.append(line)

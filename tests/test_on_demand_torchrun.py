@@ -24,8 +24,12 @@ JOB = str(ROOT / "tests" / "helpers" / "on_demand_job.py")
 def test_trigger_a_running_two_rank_torchrun_job(tmp_path):
     out = tmp_path / "job"
     proc = subprocess.Popen(
-        torchrun_cmd(2, [JOB, str(out), str(STEPS)]), cwd=ROOT, env=clean_env(**{POLL_ENV: "0.25"}),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        torchrun_cmd(2, [JOB, str(out), str(STEPS)]),
+        cwd=ROOT,
+        env=clean_env(**{POLL_ENV: "0.25"}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         first, second = drive_triggers(out)

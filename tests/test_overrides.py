@@ -7,13 +7,15 @@ from recipes.train import main
 
 
 def test_overrides_apply_to_defaults():
-    cfg = parse_overrides([
-        "profiling.use_pytorch_profiler=true",
-        "profiling.profile_ranks=[0,1]",
-        "train.train_iters=30",
-        "profiling.output_dir=/tmp/x",
-        "optimizer.lr=0.5",
-    ])
+    cfg = parse_overrides(
+        [
+            "profiling.use_pytorch_profiler=true",
+            "profiling.profile_ranks=[0,1]",
+            "train.train_iters=30",
+            "profiling.output_dir=/tmp/x",
+            "optimizer.lr=0.5",
+        ]
+    )
     assert cfg.profiling.use_pytorch_profiler is True
     assert cfg.profiling.profile_ranks == [0, 1]
     assert cfg.train.train_iters == 30

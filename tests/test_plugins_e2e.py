@@ -15,8 +15,8 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 import nemo_run as run
+import pytest
 from torchx.specs import AppState
 
 from bridge_plugins import NsysPlugin, PyTorchProfilerPlugin
@@ -88,7 +88,9 @@ def test_script_torchrun_two_ranks_exact_steps():
 def test_script_local_awkward_output_dir_arrives_intact(tmp_path):
     """No launcher: LocalExecutor hands the args to the process directly (no shell)."""
     out = tmp_path / "my run" / "out;1 $HOME 'q'"
-    _, _, job_dir = run_experiment(tiny_gpt_script(*SMALL), run.LocalExecutor(), [window_plugin([0], output_dir=str(out))])
+    _, _, job_dir = run_experiment(
+        tiny_gpt_script(*SMALL), run.LocalExecutor(), [window_plugin([0], output_dir=str(out))]
+    )
     assert_traces(out, [0])
     assert not (job_dir / "torch_profile").exists()
 
@@ -103,12 +105,26 @@ def test_nsys_chain_with_stand_in_nsys(tmp_path, monkeypatch):
     (record_file,) = log.iterdir()
     record = json.loads(record_file.read_text())
     pid = record_file.name.split(".")[1]
-    assert record["options"] == ["-s", "none", "-t", "nvtx,cuda", "-o", f"{job_dir}/nsys_profile/profile_%p",
-                                 *NSYS_DEFAULTS]
+    assert record["options"] == [
+        "-s",
+        "none",
+        "-t",
+        "nvtx,cuda",
+        "-o",
+        f"{job_dir}/nsys_profile/profile_%p",
+        *NSYS_DEFAULTS,
+    ]
     cmd = record["command"]
     assert cmd[0] == "torchrun" and cmd[cmd.index("--nproc-per-node") + 1] == "2"
     # LocalExecutor appends an empty argument after the command when nsys is on.
-    assert cmd[-6:] == ["-m", "nemo_run.core.runners.fdl_runner", "-n", "job", f"{job_dir}/configs/job_fn_or_script", ""]
+    assert cmd[-6:] == [
+        "-m",
+        "nemo_run.core.runners.fdl_runner",
+        "-n",
+        "job",
+        f"{job_dir}/configs/job_fn_or_script",
+        "",
+    ]
     assert (job_dir / "nsys_profile" / f"profile_{pid}.nsys-rep").is_file()
     # The job itself read use_nsys_profiler from the packaged config (CPU: it says it skips CUDA capture).
     assert "nsys profiling requested but CUDA is not available" in job_logs(job_dir)
@@ -119,6 +135,8 @@ def test_script_local_output_dir_with_macros_and_interpolation_arrives_intact(tm
     """NeMo Run's macro substitution ($$, ${img_root}) and OmegaConf's interpolation (${HOME},
     ${train.seed}) must leave the path alone: the traces land in exactly the directory given."""
     out = tmp_path / "o $$ ${img_root} ${replica_id} ${HOME} ${train.seed}"
-    _, _, job_dir = run_experiment(tiny_gpt_script(*SMALL), run.LocalExecutor(), [window_plugin([0], output_dir=str(out))])
+    _, _, job_dir = run_experiment(
+        tiny_gpt_script(*SMALL), run.LocalExecutor(), [window_plugin([0], output_dir=str(out))]
+    )
     assert_traces(out, [0])
     assert not (job_dir / "torch_profile").exists()

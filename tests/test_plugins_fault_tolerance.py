@@ -9,14 +9,22 @@ from typing import Optional
 import nemo_run as run
 import pytest
 
-from bridge_plugins import FaultTolerancePlugin, NsysPlugin, ProfilingConfig
+from bridge_plugins import FaultTolerancePlugin, ProfilingConfig
 from bridge_plugins.plugins import ProfilingPluginWarning
 from recipes.overrides import parse_overrides
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
 from tests.launch_support import (
-    AWKWARD, assigned, dryrun, foreign_pretrain, packaged_container, sbatch, script_tail, slurm, user_nsys_plugin,
+    AWKWARD,
+    assigned,
+    dryrun,
+    foreign_pretrain,
+    packaged_container,
+    sbatch,
+    script_tail,
+    slurm,
+    user_nsys_plugin,
 )
-from tests.support import srun_line, run_sbatch_command
+from tests.support import run_sbatch_command, srun_line
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
@@ -36,7 +44,10 @@ def test_ft_and_nsys_either_order_on_slurm(order, launcher, kind, tmp_path):
     text = sbatch(job)
     assert "nsys profile" not in text and "nsys_profile/" not in text and "GPU_METRICS_FLAG" not in text
     line = srun_line(text)
-    assert " ft_launcher --ft-initial_rank_heartbeat_timeout 1800 --ft-rank_heartbeat_timeout 300 --max-restarts 3 " in line
+    assert (
+        " ft_launcher --ft-initial_rank_heartbeat_timeout 1800 --ft-rank_heartbeat_timeout 300 --max-restarts 3 "
+        in line
+    )
     assert "\nexport TORCHX_MAX_RETRIES=2\n" in text and "#SBATCH --ntasks-per-node=1" in text
     assert "--nproc-per-node 2" in line
     assert job.executor.get_launcher().cfg_path.endswith("job_ft_cfg.yml")
@@ -62,8 +73,12 @@ def test_ft_resets_slurm_launcher_setup(tmp_path):
 
 def test_ft_keeps_torchrun_rendezvous_and_sets_retries(tmp_path):
     executor = assigned(run.LocalExecutor(launcher=run.Torchrun(rdzv_port=12345, rdzv_backend="static")), tmp_path)
-    FaultTolerancePlugin(num_in_job_restarts=1, num_job_retries_on_failure=4, initial_rank_heartbeat_timeout=None,
-                         rank_heartbeat_timeout=60.5).setup(tiny_gpt_recipe(), executor)
+    FaultTolerancePlugin(
+        num_in_job_restarts=1,
+        num_job_retries_on_failure=4,
+        initial_rank_heartbeat_timeout=None,
+        rank_heartbeat_timeout=60.5,
+    ).setup(tiny_gpt_recipe(), executor)
     launcher = executor.get_launcher()
     assert (launcher.rdzv_port, launcher.rdzv_backend, launcher.max_restarts) == (12345, "static", 1)
     assert (launcher.initial_rank_heartbeat_timeout, launcher.rank_heartbeat_timeout) == (None, 60.5)

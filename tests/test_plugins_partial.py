@@ -11,13 +11,22 @@ import nemo_run as run
 import pytest
 from nemo_run.config import get_nemorun_home
 
-from bridge_plugins import FaultTolerancePlugin, NsysPlugin, ProfilingConfig, PyTorchProfilerPlugin
+from bridge_plugins import FaultTolerancePlugin, ProfilingConfig, PyTorchProfilerPlugin
 from bridge_plugins.plugins import ProfilingPluginWarning
 from recipes.config import ConfigContainer
 from recipes.tiny_gpt import tiny_gpt_recipe
 from tests.launch_support import (
-    FDL_RUNNER, ForeignContainer, ForeignFT, ForeignProfilingConfig, assigned, dryrun, foreign_pretrain, local_argv,
-    no_warnings, packaged_profiling, user_nsys_plugin,
+    FDL_RUNNER,
+    ForeignContainer,
+    ForeignFT,
+    ForeignProfilingConfig,
+    assigned,
+    dryrun,
+    foreign_pretrain,
+    local_argv,
+    no_warnings,
+    packaged_profiling,
+    user_nsys_plugin,
 )
 from tests.support import NSYS_DEFAULTS, stand_in_nsys
 
@@ -32,13 +41,37 @@ def test_local_torchrun_partial_nsys_exact_command_and_config(tmp_path, monkeypa
     job = exp.jobs[0]
     jd = job.executor.job_dir
     assert local_argv(job) == [
-        "nsys", "profile", "-s", "none", "-t", "nvtx,cuda", "-o", f"{jd}/nsys_profile/profile_%p", *NSYS_DEFAULTS,
-        "torchrun", "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0", "--rdzv-id", "<ID>",
-        "--nnodes", "1", "--nproc-per-node", "2", "--node-rank", "0", "--tee", "3",
-        *FDL_RUNNER, f"{jd}/configs/job_fn_or_script", "",
+        "nsys",
+        "profile",
+        "-s",
+        "none",
+        "-t",
+        "nvtx,cuda",
+        "-o",
+        f"{jd}/nsys_profile/profile_%p",
+        *NSYS_DEFAULTS,
+        "torchrun",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        "localhost:0",
+        "--rdzv-id",
+        "<ID>",
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        "2",
+        "--node-rank",
+        "0",
+        "--tee",
+        "3",
+        *FDL_RUNNER,
+        f"{jd}/configs/job_fn_or_script",
+        "",
     ]
     assert packaged_profiling(job) == ProfilingConfig(
-        use_nsys_profiler=True, profile_step_start=10, profile_step_end=15, profile_ranks=[0, 1], output_dir=jd)
+        use_nsys_profiler=True, profile_step_start=10, profile_step_end=15, profile_ranks=[0, 1], output_dir=jd
+    )
     assert os.path.isdir(f"{jd}/nsys_profile")
 
 
@@ -47,28 +80,54 @@ def test_local_no_launcher_partial_nsys_exact_command():
     job = exp.jobs[0]
     jd = job.executor.job_dir
     assert local_argv(job) == [
-        "nsys", "profile", "-s", "none", "-t", "nvtx,cuda", "-o", f"{jd}/nsys_profile/profile_%p", *NSYS_DEFAULTS,
-        "python", *FDL_RUNNER, f"{jd}/configs/job_fn_or_script", "",
+        "nsys",
+        "profile",
+        "-s",
+        "none",
+        "-t",
+        "nvtx,cuda",
+        "-o",
+        f"{jd}/nsys_profile/profile_%p",
+        *NSYS_DEFAULTS,
+        "python",
+        *FDL_RUNNER,
+        f"{jd}/configs/job_fn_or_script",
+        "",
     ]
     assert packaged_profiling(job).profile_ranks == [0]
 
 
 def test_local_partial_pytorch_leaves_command_alone_and_writes_config():
-    plugin = PyTorchProfilerPlugin(profile_step_start=10, profile_step_end=15, profile_ranks=[0],
-                                   record_memory_history=True, memory_snapshot_path="memory_snapshot.pickle",
-                                   record_shapes=True)
+    plugin = PyTorchProfilerPlugin(
+        profile_step_start=10,
+        profile_step_end=15,
+        profile_ranks=[0],
+        record_memory_history=True,
+        memory_snapshot_path="memory_snapshot.pickle",
+        record_shapes=True,
+    )
     exp = dryrun(tiny_gpt_recipe(), run.LocalExecutor(ntasks_per_node=2, launcher="torchrun"), [plugin])
     job = exp.jobs[0]
     jd = job.executor.job_dir
     assert local_argv(job)[0] == "torchrun" and "nsys" not in local_argv(job)
     assert packaged_profiling(job) == ProfilingConfig(
-        use_pytorch_profiler=True, profile_step_start=10, profile_step_end=15, profile_ranks=[0],
-        record_shapes=True, record_memory_history=True, memory_snapshot_path="memory_snapshot.pickle", output_dir=jd)
+        use_pytorch_profiler=True,
+        profile_step_start=10,
+        profile_step_end=15,
+        profile_ranks=[0],
+        record_shapes=True,
+        record_memory_history=True,
+        memory_snapshot_path="memory_snapshot.pickle",
+        output_dir=jd,
+    )
 
 
 def test_all_ranks_stays_empty_list():
-    exp = dryrun(tiny_gpt_recipe(), run.LocalExecutor(), [PyTorchProfilerPlugin(profile_ranks=[], profile_step_start=3,
-                                                                                profile_step_end=6)])
+    exp = dryrun(
+        tiny_gpt_recipe(),
+        run.LocalExecutor(),
+        [PyTorchProfilerPlugin(profile_ranks=[], profile_step_start=3, profile_step_end=6)],
+    )
     assert packaged_profiling(exp.jobs[0]).profile_ranks == []
 
 
@@ -78,16 +137,30 @@ def test_user_output_dir_wins():
 
 
 def test_recipe_profiling_other_profiler_switched_off_and_unrelated_fields_survive():
-    recipe = tiny_gpt_recipe(profiling=ProfilingConfig(
-        use_pytorch_profiler=True, record_memory_history=True, memory_snapshot_path="mine.pickle",
-        pytorch_profiler_with_stack=True, memory_history_max_entries=5000))
+    recipe = tiny_gpt_recipe(
+        profiling=ProfilingConfig(
+            use_pytorch_profiler=True,
+            record_memory_history=True,
+            memory_snapshot_path="mine.pickle",
+            pytorch_profiler_with_stack=True,
+            memory_history_max_entries=5000,
+        )
+    )
     with pytest.warns(ProfilingPluginWarning, match=r"had profiling.use_pytorch_profiler=True; switched off"):
         exp = dryrun(recipe, run.LocalExecutor(), [user_nsys_plugin()])
     got = packaged_profiling(exp.jobs[0])
     assert got == ProfilingConfig(
-        use_nsys_profiler=True, use_pytorch_profiler=False, profile_step_start=10, profile_step_end=15,
-        profile_ranks=[0, 1], record_memory_history=True, memory_snapshot_path="mine.pickle",
-        pytorch_profiler_with_stack=True, memory_history_max_entries=5000, output_dir=exp.jobs[0].executor.job_dir)
+        use_nsys_profiler=True,
+        use_pytorch_profiler=False,
+        profile_step_start=10,
+        profile_step_end=15,
+        profile_ranks=[0, 1],
+        record_memory_history=True,
+        memory_snapshot_path="mine.pickle",
+        pytorch_profiler_with_stack=True,
+        memory_history_max_entries=5000,
+        output_dir=exp.jobs[0].executor.job_dir,
+    )
 
 
 def test_recipe_output_dir_is_kept_over_job_dir_default():
@@ -103,27 +176,35 @@ def test_container_config_without_profiling_set():
     task = run.Partial(pretrain, config=run.Config(ConfigContainer))
     exp = dryrun(task, run.LocalExecutor(), [PyTorchProfilerPlugin(profile_step_start=3, profile_step_end=6)])
     assert packaged_profiling(exp.jobs[0]) == ProfilingConfig(
-        use_pytorch_profiler=True, profile_step_start=3, profile_step_end=6, output_dir=exp.jobs[0].executor.job_dir)
+        use_pytorch_profiler=True, profile_step_start=3, profile_step_end=6, output_dir=exp.jobs[0].executor.job_dir
+    )
 
 
 def test_megatron_bridge_shaped_container_found_by_field():
     task = run.Partial(foreign_pretrain, cfg=run.Config(ForeignContainer), steps=3)
     executor = assigned(run.LocalExecutor(), Path(get_nemorun_home()))
-    with pytest.warns(ProfilingPluginWarning, match=r"ForeignProfilingConfig has no field\(s\) \['nvtx_per_op', 'output_dir'\]"):
+    with pytest.warns(
+        ProfilingPluginWarning, match=r"ForeignProfilingConfig has no field\(s\) \['nvtx_per_op', 'output_dir'\]"
+    ):
         user_nsys_plugin().setup(task, executor)
     FaultTolerancePlugin().setup(task, executor)
     assert fdl.build(task.cfg) == ForeignContainer(
-        profiling=ForeignProfilingConfig(use_nsys_profiler=False, profile_step_start=10, profile_step_end=15,
-                                         profile_ranks=[0, 1]),
-        ft=ForeignFT(enable_ft_package=True))
+        profiling=ForeignProfilingConfig(
+            use_nsys_profiler=False, profile_step_start=10, profile_step_end=15, profile_ranks=[0, 1]
+        ),
+        ft=ForeignFT(enable_ft_package=True),
+    )
 
 
 def test_partial_without_container_is_rejected_without_changes():
     task = run.Partial(foreign_pretrain, cfg=None)
     executor = assigned(run.LocalExecutor(launcher="torchrun"), Path(get_nemorun_home()))
     before = executor.to_config()
-    with pytest.raises(TypeError, match=r"NsysPlugin: run.Partial\(foreign_pretrain\) has no configured argument "
-                                        r"with a 'profiling' field"):
+    with pytest.raises(
+        TypeError,
+        match=r"NsysPlugin: run.Partial\(foreign_pretrain\) has no configured argument "
+        r"with a 'profiling' field",
+    ):
         user_nsys_plugin().setup(task, executor)
     assert executor.to_config() == before and executor.launcher == "torchrun"
 
@@ -131,11 +212,15 @@ def test_partial_without_container_is_rejected_without_changes():
 def test_invalid_recipe_combination_fails_before_any_change():
     from recipes.train import pretrain
 
-    task = run.Partial(pretrain, config=run.Config(
-        ConfigContainer, profiling=run.Config(ProfilingConfig, memory_snapshot_path="")))
+    task = run.Partial(
+        pretrain, config=run.Config(ConfigContainer, profiling=run.Config(ProfilingConfig, memory_snapshot_path=""))
+    )
     executor = assigned(run.LocalExecutor(), Path(get_nemorun_home()))
-    with pytest.raises(ValueError, match=r"NsysPlugin: the recipe's profiling config combined with the plugin is "
-                                         r"invalid: ProfilingConfig.memory_snapshot_path is empty"):
+    with pytest.raises(
+        ValueError,
+        match=r"NsysPlugin: the recipe's profiling config combined with the plugin is "
+        r"invalid: ProfilingConfig.memory_snapshot_path is empty",
+    ):
         user_nsys_plugin().setup(task, executor)
     assert executor.launcher is None
     assert task.config.profiling.__arguments__ == {"memory_snapshot_path": ""}

@@ -22,10 +22,18 @@ from bridge_plugins.plugins.executor_traits import TRAITS, ExecutorTraits
 from recipes.overrides import parse_overrides
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
 from tests.launch_support import (
-    assigned, docker_command, dryrun, local_argv, norm, nsys_segment, packaged_profiling, sbatch, slurm,
+    assigned,
+    docker_command,
+    dryrun,
+    local_argv,
+    norm,
+    nsys_segment,
+    packaged_profiling,
+    sbatch,
+    slurm,
     user_nsys_plugin,
 )
-from tests.support import srun_line, stand_in_nsys, FAKE_NSYS, NSYS_DEFAULTS, run_docker_command, run_sbatch_command
+from tests.support import FAKE_NSYS, NSYS_DEFAULTS, run_docker_command, run_sbatch_command, srun_line, stand_in_nsys
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
@@ -37,16 +45,19 @@ def test_slurm_no_launcher_no_container_partial():
     text = sbatch(job)
     assert "#SBATCH --ntasks-per-node=2" in text
     line = srun_line(text)
-    assert line.endswith(f"--chdir {jd}/code --wait=60 --kill-on-bad-exit=1 {nsys_segment(jd)} "
-                         f"python -m nemo_run.core.runners.fdl_runner -n job {jd}/configs/job_fn_or_script ")
+    assert line.endswith(
+        f"--chdir {jd}/code --wait=60 --kill-on-bad-exit=1 {nsys_segment(jd)} "
+        f"python -m nemo_run.core.runners.fdl_runner -n job {jd}/configs/job_fn_or_script "
+    )
     # The packaged config is not rewritten like the sbatch text: it must hold the real path.
     assert packaged_profiling(job).output_dir == jd
     assert os.path.isfile(f"{jd}/nsys_profile/.init")
 
 
 def test_slurm_torchrun_container_partial():
-    exp = dryrun(tiny_gpt_recipe(), slurm(nodes=2, launcher="torchrun", container_image="nvcr.io/x:1"),
-                 [user_nsys_plugin()])
+    exp = dryrun(
+        tiny_gpt_recipe(), slurm(nodes=2, launcher="torchrun", container_image="nvcr.io/x:1"), [user_nsys_plugin()]
+    )
     job = exp.jobs[0]
     jd = job.executor.job_dir
     text = sbatch(job)
@@ -57,7 +68,8 @@ def test_slurm_torchrun_container_partial():
         f"--wait=60 --kill-on-bad-exit=1 {nsys_segment('/nemo_run')} torchrun --rdzv-backend c10d "
         f"--rdzv-endpoint $head_node_ip:29500 --rdzv-id {line.split('--rdzv-id ')[1].split()[0]} --nnodes 2 "
         f"--nproc-per-node 2 --node-rank $SLURM_NODEID --tee 3 -m nemo_run.core.runners.fdl_runner -n job "
-        f"/nemo_run/configs/job_fn_or_script ")
+        f"/nemo_run/configs/job_fn_or_script "
+    )
     assert packaged_profiling(job).output_dir == "/nemo_run"
 
 
@@ -72,20 +84,28 @@ def test_slurm_torchrun_no_container_partial():
     assert packaged_profiling(job).output_dir == jd
 
 
-@pytest.mark.parametrize("launcher,nodes,ntasks,ranks,expect", [
-    (None, 2, 4, [0, 5], "0,1"),
-    (None, 2, 4, [1, 2], "0"),
-    (None, 3, 2, [], "0,1,2"),
-    ("torchrun", 2, 4, [4], "1"),
-])
+@pytest.mark.parametrize(
+    "launcher,nodes,ntasks,ranks,expect",
+    [
+        (None, 2, 4, [0, 5], "0,1"),
+        (None, 2, 4, [1, 2], "0"),
+        (None, 3, 2, [], "0,1,2"),
+        ("torchrun", 2, 4, [4], "1"),
+    ],
+)
 def test_slurm_gpu_metrics(launcher, nodes, ntasks, ranks, expect, tmp_path):
-    exp = dryrun(tiny_gpt_recipe(), slurm(nodes=nodes, ntasks_per_node=ntasks, launcher=launcher),
-                 [user_nsys_plugin(profile_ranks=ranks, nsys_gpu_metrics=True)])
+    exp = dryrun(
+        tiny_gpt_recipe(),
+        slurm(nodes=nodes, ntasks_per_node=ntasks, launcher=launcher),
+        [user_nsys_plugin(profile_ranks=ranks, nsys_gpu_metrics=True)],
+    )
     text = sbatch(exp.jobs[0])
     assert f"\nexport GPU_METRICS_NODES={expect}\n" in text
     line = srun_line(text)
-    assert ("bash -c 'GPU_METRICS_FLAG=\"\"; if echo \"${GPU_METRICS_NODES}\" | grep -q -w \"${SLURM_NODEID}\"; "
-            "then GPU_METRICS_FLAG=\"--gpu-metrics-devices=${SLURM_LOCALID}\"; fi; nsys profile") in line
+    assert (
+        'bash -c \'GPU_METRICS_FLAG=""; if echo "${GPU_METRICS_NODES}" | grep -q -w "${SLURM_NODEID}"; '
+        'then GPU_METRICS_FLAG="--gpu-metrics-devices=${SLURM_LOCALID}"; fi; nsys profile'
+    ) in line
     assert " --cuda-event-trace=false $GPU_METRICS_FLAG " in line
     # The wrapper really runs: nsys gets the metrics flag on a listed node, not on others.
     first = expect.split(",")[0]
@@ -98,15 +118,22 @@ def test_slurm_gpu_metrics(launcher, nodes, ntasks, ranks, expect, tmp_path):
 
 
 def test_user_gpu_metrics_nodes_env_is_kept():
-    exp = dryrun(tiny_gpt_recipe(), slurm(nodes=2, env_vars={"GPU_METRICS_NODES": "1"}),
-                 [user_nsys_plugin(nsys_gpu_metrics=True)])
+    exp = dryrun(
+        tiny_gpt_recipe(),
+        slurm(nodes=2, env_vars={"GPU_METRICS_NODES": "1"}),
+        [user_nsys_plugin(nsys_gpu_metrics=True)],
+    )
     assert "\nexport GPU_METRICS_NODES=1\n" in sbatch(exp.jobs[0])
 
 
-@pytest.mark.parametrize("executor", [
-    lambda: run.LocalExecutor(),
-    lambda: run.DockerExecutor(container_image="img"),
-], ids=["local", "docker"])
+@pytest.mark.parametrize(
+    "executor",
+    [
+        lambda: run.LocalExecutor(),
+        lambda: run.DockerExecutor(container_image="img"),
+    ],
+    ids=["local", "docker"],
+)
 def test_gpu_metrics_warns_outside_slurm(executor):
     with pytest.warns(ProfilingPluginWarning, match=r"nsys_gpu_metrics is only supported on SlurmExecutor"):
         exp = dryrun(tiny_gpt_recipe(), executor(), [user_nsys_plugin(nsys_gpu_metrics=True)])
@@ -114,35 +141,67 @@ def test_gpu_metrics_warns_outside_slurm(executor):
 
 
 def test_nsys_extra_args_merge_replaces_defaults_by_flag_name():
-    plugin = user_nsys_plugin(nsys_extra_args=["--capture-range=nvtx", "--cuda-memory-usage=true",
-                                               "--capture-range-end", "repeat:2"])
+    plugin = user_nsys_plugin(
+        nsys_extra_args=["--capture-range=nvtx", "--cuda-memory-usage=true", "--capture-range-end", "repeat:2"]
+    )
     exp = dryrun(tiny_gpt_recipe(), run.LocalExecutor(), [plugin])
     argv = local_argv(exp.jobs[0])
-    assert argv[8:16] == ["--force-overwrite=true", "--capture-range=nvtx", "--capture-range-end", "repeat:2",
-                          "--cuda-graph-trace=node", "--cuda-event-trace=false", "--cuda-memory-usage=true", "python"]
+    assert argv[8:16] == [
+        "--force-overwrite=true",
+        "--capture-range=nvtx",
+        "--capture-range-end",
+        "repeat:2",
+        "--cuda-graph-trace=node",
+        "--cuda-event-trace=false",
+        "--cuda-memory-usage=true",
+        "python",
+    ]
 
 
 @pytest.mark.parametrize("launcher", [None, "torchrun"])
 def test_docker_nsys_report_goes_to_container_job_dir(launcher):
-    exp = dryrun(tiny_gpt_recipe(), run.DockerExecutor(container_image="img", ntasks_per_node=2, launcher=launcher),
-                 [user_nsys_plugin()])
+    exp = dryrun(
+        tiny_gpt_recipe(),
+        run.DockerExecutor(container_image="img", ntasks_per_node=2, launcher=launcher),
+        [user_nsys_plugin()],
+    )
     job = exp.jobs[0]
     container_command = docker_command(job)
     cmd = norm(container_command)
-    assert cmd[:8 + len(NSYS_DEFAULTS)] == ["nsys", "profile", "-s", "none", "-t", "nvtx,cuda", "-o",
-                                            "/nemo_run/nsys_profile/profile_%p", *NSYS_DEFAULTS]
+    assert cmd[: 8 + len(NSYS_DEFAULTS)] == [
+        "nsys",
+        "profile",
+        "-s",
+        "none",
+        "-t",
+        "nvtx,cuda",
+        "-o",
+        "/nemo_run/nsys_profile/profile_%p",
+        *NSYS_DEFAULTS,
+    ]
     assert cmd[8 + len(NSYS_DEFAULTS)] == ("torchrun" if launcher else "python")
     assert cmd[-2:] == ["/nemo_run/configs/job_fn_or_script", ""]
     assert packaged_profiling(job).output_dir == "/nemo_run"
     assert isinstance(job.executor.get_launcher(), run.Torchrun if launcher else Launcher)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: run.DGXCloudExecutor(base_url="http://x", kube_apiserver_url="http://y", client_id="i", client_secret="s",
-                                 project_name="p", container_image="img", pvc_nemo_run_dir="/pvc/nemo_run",
-                                 pvcs=[{"path": "/pvc", "claimName": "c"}]),
-    lambda: run.LeptonExecutor(container_image="img", nemo_run_dir="/lepton"),
-], ids=["dgxcloud", "lepton"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: run.DGXCloudExecutor(
+            base_url="http://x",
+            kube_apiserver_url="http://y",
+            client_id="i",
+            client_secret="s",
+            project_name="p",
+            container_image="img",
+            pvc_nemo_run_dir="/pvc/nemo_run",
+            pvcs=[{"path": "/pvc", "claimName": "c"}],
+        ),
+        lambda: run.LeptonExecutor(container_image="img", nemo_run_dir="/lepton"),
+    ],
+    ids=["dgxcloud", "lepton"],
+)
 def test_cloud_executors_use_container_job_dir(make, tmp_path):
     executor = assigned(make(), tmp_path)
     task = tiny_gpt_recipe()
@@ -156,9 +215,25 @@ def test_fake_nsys_parses_nemo_run_prefix(tmp_path):
     (tmp_path / "rep").mkdir()
     log = tmp_path / "log"
     log.mkdir()
-    argv = [str(FAKE_NSYS), "profile", "-s", "none", "-t", "nvtx,cuda", "-o", f"{tmp_path}/rep/p_%q{{NODE}}_%%",
-            *NSYS_DEFAULTS, sys.executable, "-c", "import sys; print(sys.argv[1:])", "-x", ""]
-    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "NODE": "3", "FAKE_NSYS_LOG": str(log)})
+    argv = [
+        str(FAKE_NSYS),
+        "profile",
+        "-s",
+        "none",
+        "-t",
+        "nvtx,cuda",
+        "-o",
+        f"{tmp_path}/rep/p_%q{{NODE}}_%%",
+        *NSYS_DEFAULTS,
+        sys.executable,
+        "-c",
+        "import sys; print(sys.argv[1:])",
+        "-x",
+        "",
+    ]
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, env={**os.environ, "NODE": "3", "FAKE_NSYS_LOG": str(log)}
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['-x', '']"
     rec = json.loads((tmp_path / "rep" / "p_3_%.nsys-rep").read_text())
@@ -189,7 +264,9 @@ def test_slurm_nsys_extra_args_are_quoted_not_executed(launcher, gpu_metrics, tm
 def test_docker_nsys_extra_args_are_quoted_not_executed(tmp_path):
     pwned = tmp_path / "pwned"
     hostile = HOSTILE_NSYS_ARG.format(p=pwned)
-    exp = dryrun(tiny_gpt_recipe(), run.DockerExecutor(container_image="img"), [user_nsys_plugin(nsys_extra_args=[hostile])])
+    exp = dryrun(
+        tiny_gpt_recipe(), run.DockerExecutor(container_image="img"), [user_nsys_plugin(nsys_extra_args=[hostile])]
+    )
     container_command = docker_command(exp.jobs[0])
     mount = tmp_path / "mount"  # what the container sees at /nemo_run
     (mount / "nsys_profile").mkdir(parents=True)
@@ -228,15 +305,20 @@ def new_cluster_job_dir(executor):
 def test_unknown_executor_is_refused_without_changes(tmp_path):
     executor = assigned(NewClusterExecutor(), tmp_path)
     task = tiny_gpt_script()
-    with pytest.raises(TypeError, match=r"PyTorchProfilerPlugin: NewClusterExecutor is not supported \(supported: "
-                                        r"DGXCloudExecutor, .*\); .* add an entry to "
-                                        r"bridge_plugins.plugins.executor_traits.TRAITS"):
+    with pytest.raises(
+        TypeError,
+        match=r"PyTorchProfilerPlugin: NewClusterExecutor is not supported \(supported: "
+        r"DGXCloudExecutor, .*\); .* add an entry to "
+        r"bridge_plugins.plugins.executor_traits.TRAITS",
+    ):
         PyTorchProfilerPlugin().setup(task, executor)
     assert task.args == []
 
 
 def test_a_new_executor_is_one_table_entry(tmp_path, monkeypatch):
-    monkeypatch.setitem(TRAITS, NewClusterExecutor, ExecutorTraits(job_dir=new_cluster_job_dir, delivery="bash", macros=True))
+    monkeypatch.setitem(
+        TRAITS, NewClusterExecutor, ExecutorTraits(job_dir=new_cluster_job_dir, delivery="bash", macros=True)
+    )
     executor = assigned(NewClusterExecutor(), tmp_path)
     task = tiny_gpt_script()
     PyTorchProfilerPlugin(output_dir="/o/$HOME it's").setup(task, executor)

@@ -15,17 +15,30 @@ from bridge_plugins.plugins.quoting import QuotingChain
 from recipes.overrides import parse_overrides
 from recipes.tiny_gpt import tiny_gpt_script
 from tests.launch_support import (
-    AWKWARD, awkward_plugin, check_awkward, docker_command, dryrun, local_argv, my_converter, sbatch, script_tail,
-    slurm, user_nsys_plugin,
+    AWKWARD,
+    awkward_plugin,
+    check_awkward,
+    docker_command,
+    dryrun,
+    local_argv,
+    my_converter,
+    sbatch,
+    script_tail,
+    slurm,
+    user_nsys_plugin,
 )
-from tests.support import srun_line, run_docker_command, run_sbatch_command
+from tests.support import run_docker_command, run_sbatch_command, srun_line
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
 
 EXPECTED_NSYS_OVERRIDES = [
-    "profiling.use_nsys_profiler=true", "profiling.use_pytorch_profiler=false", "profiling.profile_step_start=10",
-    "profiling.profile_step_end=15", "profiling.profile_ranks=[0,1]", "profiling.record_shapes=false",
+    "profiling.use_nsys_profiler=true",
+    "profiling.use_pytorch_profiler=false",
+    "profiling.profile_step_start=10",
+    "profiling.profile_step_end=15",
+    "profiling.profile_ranks=[0,1]",
+    "profiling.record_shapes=false",
     "profiling.nvtx_per_op=false",
 ]
 
@@ -38,8 +51,9 @@ def test_script_local_overrides_exact_and_parse_back():
     assert tail == ["train.train_iters=8", *EXPECTED_NSYS_OVERRIDES, f'profiling.output_dir="{jd}"', ""]
     cfg = parse_overrides(tail)
     assert cfg.train.train_iters == 8
-    assert cfg.profiling == ProfilingConfig(use_nsys_profiler=True, profile_step_start=10, profile_step_end=15,
-                                            profile_ranks=[0, 1], output_dir=jd)
+    assert cfg.profiling == ProfilingConfig(
+        use_nsys_profiler=True, profile_step_start=10, profile_step_end=15, profile_ranks=[0, 1], output_dir=jd
+    )
 
 
 def test_script_awkward_values_local_argv():
@@ -61,12 +75,12 @@ def test_script_awkward_values_through_slurm_sbatch(launcher, tmp_path):
 @pytest.mark.parametrize("launcher", [None, "torchrun"])
 def test_script_awkward_path_through_slurm_nsys_gpu_metrics_wrapper(launcher, tmp_path):
     """With GPU metrics NeMo Run wraps the command in bash -c '...': one more shell level."""
-    plugin = user_nsys_plugin(nsys_gpu_metrics=True, output_dir=AWKWARD + " $x \"q\"")
+    plugin = user_nsys_plugin(nsys_gpu_metrics=True, output_dir=AWKWARD + ' $x "q"')
     exp = dryrun(tiny_gpt_script("train.train_iters=8"), slurm(launcher=launcher), [plugin])
     recorded = run_sbatch_command(sbatch(exp.jobs[0]), tmp_path)
     assert "--gpu-metrics-devices=0" in recorded["nsys"]
     cfg = parse_overrides(script_tail(recorded["torchrun" if launcher else "python"]))
-    assert cfg.profiling.output_dir == AWKWARD + " $x \"q\""
+    assert cfg.profiling.output_dir == AWKWARD + ' $x "q"'
     assert cfg.profiling.profile_ranks == [0, 1] and cfg.train.train_iters == 8
 
 
@@ -94,14 +108,24 @@ def test_custom_converter_replaces_default_and_is_encoded_per_executor():
     plugin = user_nsys_plugin(script_args_converter_fn=my_converter)
     exp = dryrun(tiny_gpt_script("x=1"), run.LocalExecutor(), [plugin])
     assert script_tail(local_argv(exp.jobs[0])) == [
-        "x=1", "--prof-use-nsys-profiler=true", "--prof-use-pytorch-profiler=false", "--prof-profile-step-start=10",
-        "--prof-profile-step-end=15", "--prof-profile-ranks=[0, 1]", "--prof-record-shapes=false",
-        "--prof-nvtx-per-op=false", "--note=a b", ""]
+        "x=1",
+        "--prof-use-nsys-profiler=true",
+        "--prof-use-pytorch-profiler=false",
+        "--prof-profile-step-start=10",
+        "--prof-profile-step-end=15",
+        "--prof-profile-ranks=[0, 1]",
+        "--prof-record-shapes=false",
+        "--prof-nvtx-per-op=false",
+        "--note=a b",
+        "",
+    ]
     exp = dryrun(tiny_gpt_script("x=1"), slurm(), [plugin])
     line = srun_line(sbatch(exp.jobs[0]))
-    assert line.endswith("python -m recipes.train x=1 --prof-use-nsys-profiler=true --prof-use-pytorch-profiler=false "
-                         "--prof-profile-step-start=10 --prof-profile-step-end=15 '--prof-profile-ranks=[0, 1]' "
-                         "--prof-record-shapes=false --prof-nvtx-per-op=false '--note=a b' ")
+    assert line.endswith(
+        "python -m recipes.train x=1 --prof-use-nsys-profiler=true --prof-use-pytorch-profiler=false "
+        "--prof-profile-step-start=10 --prof-profile-step-end=15 '--prof-profile-ranks=[0, 1]' "
+        "--prof-record-shapes=false --prof-nvtx-per-op=false '--note=a b' "
+    )
 
 
 def test_script_existing_other_profiler_is_switched_off():
@@ -116,10 +140,14 @@ def test_script_existing_other_profiler_is_switched_off():
 MACRO_AND_INTERPOLATION = "/o/$$ ${replica_id} ${img_root} ${HOME} ${train.seed} \\${x} $HOME"
 
 
-@pytest.mark.parametrize("make_executor", [
-    lambda: run.LocalExecutor(),
-    lambda: run.LocalExecutor(ntasks_per_node=2, launcher="torchrun"),
-], ids=["local", "local-torchrun"])
+@pytest.mark.parametrize(
+    "make_executor",
+    [
+        lambda: run.LocalExecutor(),
+        lambda: run.LocalExecutor(ntasks_per_node=2, launcher="torchrun"),
+    ],
+    ids=["local", "local-torchrun"],
+)
 @pytest.mark.parametrize("value", ["/o/$$x $$", MACRO_AND_INTERPOLATION], ids=["macros-only", "both"])
 def test_script_local_values_survive_macros_and_interpolation(make_executor, value):
     plugin = PyTorchProfilerPlugin(output_dir=value, memory_snapshot_path="s$$.pickle")
@@ -131,21 +159,38 @@ def test_script_local_values_survive_macros_and_interpolation(make_executor, val
 
 @pytest.mark.parametrize("launcher", [None, "torchrun"])
 def test_script_slurm_values_survive_macros_and_interpolation(launcher, tmp_path):
-    exp = dryrun(tiny_gpt_script(), slurm(launcher=launcher), [PyTorchProfilerPlugin(output_dir=MACRO_AND_INTERPOLATION)])
+    exp = dryrun(
+        tiny_gpt_script(), slurm(launcher=launcher), [PyTorchProfilerPlugin(output_dir=MACRO_AND_INTERPOLATION)]
+    )
     recorded = run_sbatch_command(sbatch(exp.jobs[0]), tmp_path)
     cfg = parse_overrides(script_tail(recorded["torchrun" if launcher else "python"]))
     assert cfg.profiling.output_dir == MACRO_AND_INTERPOLATION
 
 
-@pytest.mark.parametrize("text", ["${HOME}", "a\\${x}", "\\", "x\\\\${y}", "${a}${b}", "}${", "${x", "\\${", "$$", "plain"])
+@pytest.mark.parametrize(
+    "text", ["${HOME}", "a\\${x}", "\\", "x\\\\${y}", "${a}${b}", "}${", "${x", "\\${", "$$", "plain"]
+)
 def test_override_value_is_read_back_verbatim_by_the_job_parser(text):
-    cfg = parse_overrides([f"profiling.output_dir={override_value(text)}", f"profiling.memory_snapshot_path={override_value(text + 'f')}"])
+    cfg = parse_overrides(
+        [f"profiling.output_dir={override_value(text)}", f"profiling.memory_snapshot_path={override_value(text + 'f')}"]
+    )
     assert (cfg.profiling.output_dir, cfg.profiling.memory_snapshot_path) == (text, text + "f")
 
 
-@pytest.mark.parametrize("raw", [AWKWARD, "a'b", 'x="y z"', "$$HOME", "\\", "", "plain", "[0,1]", "é `x`", "${img_root}"])
-@pytest.mark.parametrize("layers", [(), ("shell",), ("shell", "macros"), ("shell", "single_quoted", "macros"),
-                                    ("shell", "double_quoted"), ("bash_double_quoted", "bash_double_quoted", "macros")])
+@pytest.mark.parametrize(
+    "raw", [AWKWARD, "a'b", 'x="y z"', "$$HOME", "\\", "", "plain", "[0,1]", "é `x`", "${img_root}"]
+)
+@pytest.mark.parametrize(
+    "layers",
+    [
+        (),
+        ("shell",),
+        ("shell", "macros"),
+        ("shell", "single_quoted", "macros"),
+        ("shell", "double_quoted"),
+        ("bash_double_quoted", "bash_double_quoted", "macros"),
+    ],
+)
 def test_encode_decode_roundtrip(raw, layers):
     chain = QuotingChain(layers)
     if "bash_double_quoted" in layers and "'" in raw:

@@ -23,8 +23,13 @@ def errors_of(caplog):
 def controller_with(tmp_path, **bad):
     """A controller whose config holds ``bad`` (set after construction, as fiddle/OmegaConf may);
     None when the controller refuses it at construction (also acceptable: a clear error)."""
-    cfg = ProfilingConfig(use_pytorch_profiler=True, record_memory_history=True, profile_step_start=1,
-                          profile_step_end=3, output_dir=str(tmp_path / "out"))
+    cfg = ProfilingConfig(
+        use_pytorch_profiler=True,
+        record_memory_history=True,
+        profile_step_start=1,
+        profile_step_end=3,
+        output_dir=str(tmp_path / "out"),
+    )
     for k, v in bad.items():
         setattr(cfg, k, v)
     try:
@@ -34,13 +39,17 @@ def controller_with(tmp_path, **bad):
         return None
 
 
-@pytest.mark.parametrize("bad", [
-    dict(output_dir="/tmp/a\0b"),
-    dict(output_dir="~nosuchuser_bridge/x"),
-    dict(memory_snapshot_path="~"),
-    dict(memory_snapshot_path="."),
-    dict(memory_snapshot_path="snap\0.pickle"),
-], ids=["output_nul", "output_nosuchuser", "snapshot_home", "snapshot_dot", "snapshot_nul"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(output_dir="/tmp/a\0b"),
+        dict(output_dir="~nosuchuser_bridge/x"),
+        dict(memory_snapshot_path="~"),
+        dict(memory_snapshot_path="."),
+        dict(memory_snapshot_path="snap\0.pickle"),
+    ],
+    ids=["output_nul", "output_nosuchuser", "snapshot_home", "snapshot_dot", "snapshot_nul"],
+)
 def test_unusable_paths_never_crash_training(tmp_path, train_step, caplog, bad):  # noqa: F811
     ctl = controller_with(tmp_path, **bad)
     if ctl is None:
@@ -77,8 +86,10 @@ def test_an_enclosing_user_profiler_session_is_left_alone(tmp_path, train_step, 
     names = {e.name for e in theirs.events()}
     assert "aten::mm" in names or "aten::addmm" in names, sorted(names)[:20]  # their profile is not emptied
     assert ctl.artifacts == []
-    assert any("torch.profiler session opened outside bridge_plugins" in m for m in
-               [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING])
+    assert any(
+        "torch.profiler session opened outside bridge_plugins" in m
+        for m in [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    )
     assert errors_of(caplog) == []
 
 

@@ -50,8 +50,9 @@ def second_sigterm_case(tmp_path, attempts=3, launcher=lambda: None):
     machine the job may handle the first only after the second arrived (Python then sees one):
     that attempt proves nothing about a second SIGTERM, so it is run again, up to ``attempts``."""
     for attempt in range(attempts):
-        job = Job(tmp_path / f"try{attempt}", start=1, end=21, steps=60, ops=8000, sleep_after=0.1,
-                  cmd_prefix=launcher())  # a trace that takes ~2 s to write
+        job = Job(
+            tmp_path / f"try{attempt}", start=1, end=21, steps=60, ops=8000, sleep_after=0.1, cmd_prefix=launcher()
+        )  # a trace that takes ~2 s to write
         worker = job.pid()
         job.wait_for("step 20")  # window closed; its export runs in the background while training goes on
         job.wait_for_compression()
@@ -74,8 +75,20 @@ def test_second_sigterm_while_the_first_is_handled_keeps_the_trace(tmp_path):
 
 def test_scancel_under_torchrun_keeps_the_trace(tmp_path):
     """scancel: SIGTERM to the worker, then to torchrun's agent, which sends the worker another."""
+
     def torchrun():
-        return [str(VENV_BIN / "torchrun"), "--nnodes", "1", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-                "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--no-python", str(VENV_BIN / "python")]
+        return [
+            str(VENV_BIN / "torchrun"),
+            "--nnodes",
+            "1",
+            "--nproc-per-node",
+            "1",
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            f"127.0.0.1:{free_port()}",
+            "--no-python",
+            str(VENV_BIN / "python"),
+        ]
 
     second_sigterm_case(tmp_path, launcher=torchrun)

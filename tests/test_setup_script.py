@@ -28,7 +28,9 @@ def plan(tmp_path: Path, nvidia_smi: str, cpu_index: str) -> subprocess.Complete
     smi.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k != "BRIDGE_TORCH"}
     env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", TORCH_CPU_INDEX=cpu_index)
-    proc = subprocess.run(["bash", "scripts/setup.sh", "--plan"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["bash", "scripts/setup.sh", "--plan"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
 
@@ -55,7 +57,9 @@ def test_with_an_nvidia_driver_it_installs_the_cuda_build(tmp_path, reachable_in
 
 def test_without_a_driver_it_installs_the_cpu_build_from_the_cpu_index(tmp_path, reachable_index):
     index = reachable_index
-    proc = plan(tmp_path, "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver'; exit 9", index)
+    proc = plan(
+        tmp_path, "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver'; exit 9", index
+    )
     assert "no NVIDIA driver" in proc.stdout and "CPU build" in proc.stdout and "~190 MB" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == f"pip install --index-url {index} torch==2.13.0"
 

@@ -51,8 +51,12 @@ def pytorch_plugin(**kw) -> PyTorchProfilerPlugin:
 
 
 def test_partial_two_slurm_tasks_without_launcher(slurm_cluster, tmp_path):
-    ran = run_on_slurm(tmp_path, tiny_gpt_recipe(**SMALL), slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2),
-                       [pytorch_plugin()])
+    ran = run_on_slurm(
+        tmp_path,
+        tiny_gpt_recipe(**SMALL),
+        slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2),
+        [pytorch_plugin()],
+    )
     ran.assert_succeeded()
     # Two Slurm tasks, one process group built from SLURM_PROCID/SLURM_STEP_NUM_TASKS.
     assert "training 8 steps on 2 rank(s)" in ran.full_logs, ran.logs
@@ -60,9 +64,12 @@ def test_partial_two_slurm_tasks_without_launcher(slurm_cluster, tmp_path):
 
 
 def test_partial_torchrun_two_ranks_in_one_task(slurm_cluster, tmp_path):
-    ran = run_on_slurm(tmp_path, tiny_gpt_recipe(**SMALL),
-                       slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2, launcher=run.Torchrun()),
-                       [pytorch_plugin()])
+    ran = run_on_slurm(
+        tmp_path,
+        tiny_gpt_recipe(**SMALL),
+        slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2, launcher=run.Torchrun()),
+        [pytorch_plugin()],
+    )
     ran.assert_succeeded()
     text = ran.sbatch_text()
     assert "torchrun" in text and "--ntasks-per-node=1" in text, text
@@ -100,8 +107,9 @@ def test_script_overrides_survive_sbatch_srun_tasks(slurm_cluster, tmp_path):
     records.mkdir()
     task = run.Script(path=str(probe), args=list(SMALL_ARGS), entrypoint="python")
     executor = slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2)
-    ran = run_on_slurm(tmp_path, task, executor,
-                       [pytorch_plugin(record_memory_history=True, memory_snapshot_path=AWKWARD)])
+    ran = run_on_slurm(
+        tmp_path, task, executor, [pytorch_plugin(record_memory_history=True, memory_snapshot_path=AWKWARD)]
+    )
     ran.assert_succeeded()
     # The value is in the script text, encoded (it is joined into a bash line unquoted by NeMo Run).
     assert "snap" in ran.sbatch_text() and AWKWARD not in ran.sbatch_text()
@@ -119,8 +127,12 @@ def test_script_overrides_survive_sbatch_srun_tasks(slurm_cluster, tmp_path):
 def test_script_python_m_recipes_train_under_torchrun(slurm_cluster, tmp_path):
     """The real `python -m recipes.train` as a run.Script, torchrun ranks, the awkward path."""
     executor = slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2, launcher=run.Torchrun())
-    ran = run_on_slurm(tmp_path, tiny_gpt_script(*SMALL_ARGS), executor,
-                       [pytorch_plugin(record_memory_history=True, memory_snapshot_path=AWKWARD)])
+    ran = run_on_slurm(
+        tmp_path,
+        tiny_gpt_script(*SMALL_ARGS),
+        executor,
+        [pytorch_plugin(record_memory_history=True, memory_snapshot_path=AWKWARD)],
+    )
     ran.assert_succeeded()
     text = ran.sbatch_text()
     assert "-m recipes.train" in text and "torchrun" in text, text
@@ -138,8 +150,9 @@ def test_script_python_m_recipes_train_under_torchrun(slurm_cluster, tmp_path):
 
 def test_nsys_one_report_per_slurm_task(slurm_cluster, tmp_path):
     bin_dir, nsys_log = stand_in_nsys(tmp_path)
-    executor = slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2,
-                              env=job_env(path_prefix=bin_dir, FAKE_NSYS_LOG=str(nsys_log)))
+    executor = slurm_executor(
+        slurm_cluster, tmp_path, ntasks_per_node=2, env=job_env(path_prefix=bin_dir, FAKE_NSYS_LOG=str(nsys_log))
+    )
     plugin = NsysPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=RANKS)
     ran = run_on_slurm(tmp_path, tiny_gpt_recipe(**SMALL), executor, [plugin])
     ran.assert_succeeded()
@@ -191,8 +204,9 @@ def test_fault_tolerance_with_nsys_renders_valid_sbatch_without_nsys(slurm_clust
     assert "nsys" not in text.replace(str(tmp_path), "<tmp>"), text  # (the tmp dir's name holds 'nsys')
     assert not (Path(job.executor.job_dir) / "nsys_profile").exists()
     assert "--ntasks-per-node=1" in text, text  # FT, like torchrun, runs one task per node
-    proc = subprocess.run(["sbatch", "--test-only", str(script)], capture_output=True, text=True, timeout=30,
-                          cwd=tmp_path)
+    proc = subprocess.run(
+        ["sbatch", "--test-only", str(script)], capture_output=True, text=True, timeout=30, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "to start at" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
@@ -203,11 +217,35 @@ def test_fault_tolerance_with_nsys_renders_valid_sbatch_without_nsys(slurm_clust
 
 
 def test_main_job_on_slurm(slurm_cluster, tmp_path):
-    cmd = [sys.executable, "-m", "recipes", "--executor", "slurm", "--account", slurm_cluster["account"],
-           "--partition", slurm_cluster["partition"], "--steps", str(STEPS), "--start", str(START),
-           "--end", str(END), "--ranks", "0,1", "--base-dir", str(tmp_path)]
-    proc = subprocess.run(cmd, cwd=ROOT, env=clean_env(NEMORUN_HOME=str(tmp_path / "nemo_home")),
-                          capture_output=True, text=True, timeout=180)
+    cmd = [
+        sys.executable,
+        "-m",
+        "recipes",
+        "--executor",
+        "slurm",
+        "--account",
+        slurm_cluster["account"],
+        "--partition",
+        slurm_cluster["partition"],
+        "--steps",
+        str(STEPS),
+        "--start",
+        str(START),
+        "--end",
+        str(END),
+        "--ranks",
+        "0,1",
+        "--base-dir",
+        str(tmp_path),
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        env=clean_env(NEMORUN_HOME=str(tmp_path / "nemo_home")),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "Steps captured per rank: rank 0: 3-5, rank 1: 3-5" in proc.stdout, proc.stdout[-4000:]
     m = re.search(r"job directory: (\S+)", proc.stdout)

@@ -22,7 +22,13 @@ from bridge_plugins import NsysPlugin, PyTorchProfilerPlugin, artifact_names
 from recipes.tiny_gpt import tiny_gpt_config
 from tests.slurm_job import pretrain_recording_placement
 from tests.slurm_support import (
-    assert_placement, assert_window_traces, job_env, read_placements, require_nodes, run_on_slurm, slurm_executor,
+    assert_placement,
+    assert_window_traces,
+    job_env,
+    read_placements,
+    require_nodes,
+    run_on_slurm,
+    slurm_executor,
 )
 from tests.support import stand_in_nsys
 
@@ -54,8 +60,10 @@ def assert_traces_written_by_their_rank(records, output_dir: Path, ranks) -> Non
     assert_window_traces(output_dir, ranks, START, END)
     # nothing else in the directory: no second file per rank, no temporary left behind
     written = sorted(p.name for p in (Path(output_dir) / artifact_names.TORCH_TRACE_DIR).iterdir())
-    expected = [artifact_names.torch_trace_stem(r, START, END - 1, environ={}) + artifact_names.TORCH_TRACE_SUFFIX
-                for r in ranks]
+    expected = [
+        artifact_names.torch_trace_stem(r, START, END - 1, environ={}) + artifact_names.TORCH_TRACE_SUFFIX
+        for r in ranks
+    ]
     assert written == sorted(expected), written
     for r in records:
         traces = [Path(a) for a in r["artifacts"] if a.endswith(artifact_names.TORCH_TRACE_SUFFIX)]
@@ -72,8 +80,12 @@ def test_torchrun_partial_across_two_nodes(two_nodes, tmp_path):
     records_dir = tmp_path / "placement"
     executor = slurm_executor(two_nodes, tmp_path, nodes=2, ntasks_per_node=1, launcher=run.Torchrun())
     ranks = [0, 1]
-    ran = run_on_slurm(tmp_path, placement_task(records_dir), executor,
-                       [PyTorchProfilerPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=ranks)])
+    ran = run_on_slurm(
+        tmp_path,
+        placement_task(records_dir),
+        executor,
+        [PyTorchProfilerPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=ranks)],
+    )
     ran.assert_succeeded()
     acct = ran.accounting()
     assert (acct["NNodes"], acct["NodeList"]) == ("2", "n[1-2]"), acct
@@ -101,8 +113,12 @@ def test_srun_tasks_across_two_nodes(two_nodes, tmp_path, per_node):
     world = 2 * per_node
     ranks = list(range(1, world))  # rank 0 unselected; with 2 per node, rank 2 is node 1's local rank 0
     executor = slurm_executor(two_nodes, tmp_path, nodes=2, ntasks_per_node=per_node)
-    ran = run_on_slurm(tmp_path, placement_task(records_dir), executor,
-                       [PyTorchProfilerPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=ranks)])
+    ran = run_on_slurm(
+        tmp_path,
+        placement_task(records_dir),
+        executor,
+        [PyTorchProfilerPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=ranks)],
+    )
     ran.assert_succeeded()
     assert ran.accounting()["NNodes"] == "2"
     records = read_placements(records_dir)
@@ -117,8 +133,9 @@ def test_nsys_stand_in_across_two_nodes(two_nodes, tmp_path):
     Two tasks per node, so node id and rank differ (a swapped name would not pass)."""
     bin_dir, nsys_log = stand_in_nsys(tmp_path)
     records_dir = tmp_path / "placement"
-    executor = slurm_executor(two_nodes, tmp_path, nodes=2, ntasks_per_node=2,
-                              env=job_env(path_prefix=bin_dir, FAKE_NSYS_LOG=str(nsys_log)))
+    executor = slurm_executor(
+        two_nodes, tmp_path, nodes=2, ntasks_per_node=2, env=job_env(path_prefix=bin_dir, FAKE_NSYS_LOG=str(nsys_log))
+    )
     plugin = NsysPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=[1, 2])
     ran = run_on_slurm(tmp_path, placement_task(records_dir), executor, [plugin])
     ran.assert_succeeded()
@@ -135,7 +152,11 @@ def test_nsys_stand_in_across_two_nodes(two_nodes, tmp_path):
         r = by_pid[int(path.name.split(".")[1])]
         name = artifact_names.parse(report)
         assert (name.kind, name.job_id, name.node, name.rank) == (
-            "nsys_report", ran.slurm_id, int(r["env"]["SLURM_NODEID"]), int(r["rank"])), (report, r)
+            "nsys_report",
+            ran.slurm_id,
+            int(r["env"]["SLURM_NODEID"]),
+            int(r["rank"]),
+        ), (report, r)
         assert report.parent == ran.job_dir / artifact_names.NSYS_DIR, report
         reports.append(report)
     assert sorted(reports) == sorted((ran.job_dir / artifact_names.NSYS_DIR).glob("*.nsys-rep"))

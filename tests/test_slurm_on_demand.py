@@ -20,7 +20,13 @@ from bridge_plugins.on_demand import POLL_ENV, read_progress
 from tests.on_demand_support import check_triggered_job, drive_triggers
 from tests.slurm_job import on_demand_job_recording_placement
 from tests.slurm_support import (
-    SACCT_FIELDS, assert_placement, job_env, read_placements, require_nodes, run_on_slurm, slurm_executor,
+    SACCT_FIELDS,
+    assert_placement,
+    job_env,
+    read_placements,
+    require_nodes,
+    run_on_slurm,
+    slurm_executor,
 )
 
 pytestmark = pytest.mark.slurm
@@ -65,10 +71,20 @@ def test_trigger_a_job_running_on_two_nodes(slurm_cluster, tmp_path):
     nodes = require_nodes(2)[:2]
     out, records_dir = tmp_path / "job", tmp_path / "placement"
     records_dir.mkdir()
-    task = run.Partial(on_demand_job_recording_placement, output_dir=str(out), steps=STEPS, sleep_s=SLEEP_S,
-                       record_dir=str(records_dir))
-    executor = slurm_executor(slurm_cluster, tmp_path, nodes=2, ntasks_per_node=PER_NODE,
-                              env=job_env(**{POLL_ENV: "0.25", "OMP_NUM_THREADS": "1"}))  # 4 ranks on 2 cores
+    task = run.Partial(
+        on_demand_job_recording_placement,
+        output_dir=str(out),
+        steps=STEPS,
+        sleep_s=SLEEP_S,
+        record_dir=str(records_dir),
+    )
+    executor = slurm_executor(
+        slurm_cluster,
+        tmp_path,
+        nodes=2,
+        ntasks_per_node=PER_NODE,
+        env=job_env(**{POLL_ENV: "0.25", "OMP_NUM_THREADS": "1"}),
+    )  # 4 ranks on 2 cores
     driver = Driver(drive_triggers, out, FIRST_RANKS, WORLD)  # waits for the job's progress file
     ran = run_on_slurm(tmp_path, task, executor, [], name="on_demand")
     ran.assert_succeeded()

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.integration
 
 def train_args(out, start, end, ranks, iters=8, extra=()):
     return [
-        "-m", "recipes.train",
+        "-m",
+        "recipes.train",
         "profiling.use_pytorch_profiler=true",
         f"profiling.profile_step_start={start}",
         f"profiling.profile_step_end={end}",
@@ -83,8 +84,12 @@ SIGTERM_JOB = textwrap.dedent(
 
 def test_sigterm_inside_the_window_leaves_a_complete_trace(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-c", SIGTERM_JOB, str(tmp_path)], cwd=ROOT, env=clean_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-c", SIGTERM_JOB, str(tmp_path)],
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines = []
     deadline = time.monotonic() + 120
@@ -129,8 +134,12 @@ SIGTERM_DURING_EXPORT_JOB = textwrap.dedent(
 
 def test_sigterm_while_the_trace_is_written_in_the_background_waits_for_it(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-c", SIGTERM_DURING_EXPORT_JOB, str(tmp_path)], cwd=ROOT, env=clean_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-c", SIGTERM_DURING_EXPORT_JOB, str(tmp_path)],
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines = []
     for line in proc.stdout:
@@ -180,8 +189,14 @@ SIGTERM_DURING_CLOSE_JOB = textwrap.dedent(
 
 
 def test_sigterm_in_the_middle_of_closing_the_window_still_writes_the_trace(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", SIGTERM_DURING_CLOSE_JOB, str(tmp_path)], cwd=ROOT, env=clean_env(),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", SIGTERM_DURING_CLOSE_JOB, str(tmp_path)],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == -signal.SIGTERM, out
     assert "SENDING SIGTERM" in out and "NOT REACHED" not in out

@@ -17,8 +17,18 @@ def test_torch_itself_prints_usdt_markers_to_stderr():
 
 
 def test_a_profiled_training_run_shows_no_usdt_markers(tmp_path):
-    proc = run_job([sys.executable, "-m", "recipes.train", "profiling.use_pytorch_profiler=true", "train.train_iters=3",
-                    "profiling.profile_step_start=1", "profiling.profile_step_end=2", f"profiling.output_dir={tmp_path}"])
+    proc = run_job(
+        [
+            sys.executable,
+            "-m",
+            "recipes.train",
+            "profiling.use_pytorch_profiler=true",
+            "train.train_iters=3",
+            "profiling.profile_step_start=1",
+            "profiling.profile_step_end=2",
+            f"profiling.output_dir={tmp_path}",
+        ]
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "USDT" not in proc.stderr and "USDT" not in proc.stdout
     assert [p.name for p in trace_files(tmp_path)[0]] == ["rank0_steps1-1.pt.trace.json.gz"]
@@ -47,4 +57,6 @@ def test_cuda_asked_for_where_there_is_none_is_a_clean_error():
     if torch.cuda.is_available():
         return
     proc = run_job([sys.executable, "-m", "recipes.train", "train.device=cuda"], timeout=60)
-    assert proc.returncode == 2 and proc.stderr.startswith("error: train.device=cuda") and "Traceback" not in proc.stderr
+    assert (
+        proc.returncode == 2 and proc.stderr.startswith("error: train.device=cuda") and "Traceback" not in proc.stderr
+    )

@@ -60,8 +60,17 @@ def _deltas(base: Dict, new: Dict, key: str, value: str, bd: int, nd: int, top: 
     rows = []
     for name in set(b) | set(n):
         (bu, bc), (nu, nc) = b.get(name, (0.0, 0.0)), n.get(name, (0.0, 0.0))
-        rows.append({"name": name, "base_us": bu, "new_us": nu, "delta_us": nu - bu,
-                     "base_calls": bc, "new_calls": nc, "delta_calls": nc - bc})
+        rows.append(
+            {
+                "name": name,
+                "base_us": bu,
+                "new_us": nu,
+                "delta_us": nu - bu,
+                "base_calls": bc,
+                "new_calls": nc,
+                "delta_calls": nc - bc,
+            }
+        )
     worse = sorted((r for r in rows if r["delta_us"] > 0), key=lambda r: (-r["delta_us"], r["name"]))
     better = sorted((r for r in rows if r["delta_us"] < 0), key=lambda r: (r["delta_us"], r["name"]))
     return worse[:top] if top else worse, better[:top] if top else better
@@ -75,15 +84,20 @@ def compare(base_paths, new_paths, top: Optional[int] = 10) -> Dict:
     bd, nd = fb.pop("_divisor"), fn.pop("_divisor")
     ops_worse, ops_better = _deltas(base, new, "top_cpu_ops", "self_us", bd, nd, top)
     k_worse, k_better = _deltas(base, new, "top_gpu_kernels", "total_us", bd, nd, top)
-    step_delta = None if fb["step_median_us"] is None or fn["step_median_us"] is None else (
-        fn["step_median_us"] - fb["step_median_us"])
+    step_delta = (
+        None
+        if fb["step_median_us"] is None or fn["step_median_us"] is None
+        else (fn["step_median_us"] - fb["step_median_us"])
+    )
     return {
         "schema": SCHEMA,
         "normalized": "per rank-step" if per_step else "per trace",
         "base": fb,
         "new": fn,
         "step_delta_us": step_delta,
-        "step_delta_pct": None if step_delta is None or not fb["step_median_us"] else 100 * step_delta / fb["step_median_us"],
+        "step_delta_pct": None
+        if step_delta is None or not fb["step_median_us"]
+        else 100 * step_delta / fb["step_median_us"],
         "gpu_delta": {k: fn["gpu"][k] - fb["gpu"][k] for k in GPU_KEYS} if fb["gpu"] and fn["gpu"] else None,
         "ops_regressions": ops_worse,
         "ops_improvements": ops_better,

@@ -26,8 +26,12 @@ def _overview(c: Dict) -> Table:
     t.add_row("step time (median)", ms(b["step_median_us"]), ms(n["step_median_us"]), _delta(c["step_delta_us"]) + pct)
     for k in GPU_KEYS:
         if b["gpu"] or n["gpu"]:
-            t.add_row(f"GPU {k[:-3].replace('_', ' ')} (mean per rank)", ms((b["gpu"] or {}).get(k)),
-                      ms((n["gpu"] or {}).get(k)), _delta((c["gpu_delta"] or {}).get(k)))
+            t.add_row(
+                f"GPU {k[:-3].replace('_', ' ')} (mean per rank)",
+                ms((b["gpu"] or {}).get(k)),
+                ms((n["gpu"] or {}).get(k)),
+                _delta((c["gpu_delta"] or {}).get(k)),
+            )
     return t
 
 
@@ -36,17 +40,25 @@ def _changes(title: str, rows: List[Dict]) -> Table:
     for col in ("delta ms", "base ms", "new ms", "calls base", "calls new", "name"):
         t.add_column(col, justify="left" if col == "name" else "right", overflow="fold")
     for r in rows:
-        t.add_row(_delta(r["delta_us"]), ms(r["base_us"]), ms(r["new_us"]), f"{r['base_calls']:g}",
-                  f"{r['new_calls']:g}", short(r["name"]))
+        t.add_row(
+            _delta(r["delta_us"]),
+            ms(r["base_us"]),
+            ms(r["new_us"]),
+            f"{r['base_calls']:g}",
+            f"{r['new_calls']:g}",
+            short(r["name"]),
+        )
     return t
 
 
 def print_compare(c: Dict, console: Console) -> None:
     console.print(_overview(c))
-    for key, title in (("ops_regressions", "CPU operators that got slower (self time)"),
-                       ("ops_improvements", "CPU operators that got faster (self time)"),
-                       ("kernels_regressions", "GPU kernels that got slower"),
-                       ("kernels_improvements", "GPU kernels that got faster")):
+    for key, title in (
+        ("ops_regressions", "CPU operators that got slower (self time)"),
+        ("ops_improvements", "CPU operators that got faster (self time)"),
+        ("kernels_regressions", "GPU kernels that got slower"),
+        ("kernels_improvements", "GPU kernels that got faster"),
+    ):
         if c[key]:
             console.print(_changes(title, c[key]))
         else:

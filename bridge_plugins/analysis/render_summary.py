@@ -40,8 +40,10 @@ def step_ranges(steps: List[int]) -> str:
 
 def _ranks_table(s: Dict) -> Table:
     gpu = any(tr["gpu"] for tr in s["traces"])  # CPU-only traces: no GPU columns
-    t = Table(title="Per rank: steps (ms)" + (" and GPU time (ms, share of the GPU span)" if gpu else ""),
-              title_justify="left")
+    t = Table(
+        title="Per rank: steps (ms)" + (" and GPU time (ms, share of the GPU span)" if gpu else ""),
+        title_justify="left",
+    )
     cols = ["rank", "steps", "step min", "median", "max"]
     cols += ["GPU span", "computation", "communication", "memcpy/set", "idle"] if gpu else []
     for col in cols:
@@ -53,7 +55,8 @@ def _ranks_table(s: Dict) -> Table:
             span = g.get("span_us")
             row += [ms(span) if g else "no GPU events"] + [
                 f"{ms(g.get(k))} ({pct(g.get(k), span)})" if g else "-"
-                for k in ("computation_us", "communication_us", "memory_us", "idle_us")]
+                for k in ("computation_us", "communication_us", "memory_us", "idle_us")
+            ]
         t.add_row(*row)
     return t
 
@@ -71,20 +74,41 @@ def _top_table(title: str, rows: List[Dict], value: str, extra: Optional[str] = 
 
 
 def _cross_rank_table(group: Dict) -> Table:
-    t = Table(title=f"Across ranks, steps {step_ranges(group['steps'])}: stragglers and who waits on them",
-              title_justify="left")
-    for col in ("rank", "step median", "vs median", "computation", "vs median", "communication", "vs median", "verdict"):
+    t = Table(
+        title=f"Across ranks, steps {step_ranges(group['steps'])}: stragglers and who waits on them",
+        title_justify="left",
+    )
+    for col in (
+        "rank",
+        "step median",
+        "vs median",
+        "computation",
+        "vs median",
+        "communication",
+        "vs median",
+        "verdict",
+    ):
         t.add_column(col, justify="left" if col in ("rank", "verdict") else "right")
 
     def rel(x):
         return "-" if x is None else f"{100 * x:+.1f} %"
 
     for r in group["ranks"]:
-        verdict = ("straggler (" + ", ".join(r["straggler_reasons"]) + ")") if r["straggler"] else (
-            "waiting" if r["waiting"] else "")
-        t.add_row(str(r["rank"]), ms(r["step_median_us"]), rel(r["step_vs_median"]), ms(r["computation_us"]),
-                  rel(r["computation_vs_median"]), ms(r["communication_total_us"]), rel(r["communication_vs_median"]),
-                  Text(verdict, style="bold red" if r["straggler"] else "yellow", no_wrap=True))
+        verdict = (
+            ("straggler (" + ", ".join(r["straggler_reasons"]) + ")")
+            if r["straggler"]
+            else ("waiting" if r["waiting"] else "")
+        )
+        t.add_row(
+            str(r["rank"]),
+            ms(r["step_median_us"]),
+            rel(r["step_vs_median"]),
+            ms(r["computation_us"]),
+            rel(r["computation_vs_median"]),
+            ms(r["communication_total_us"]),
+            rel(r["communication_vs_median"]),
+            Text(verdict, style="bold red" if r["straggler"] else "yellow", no_wrap=True),
+        )
     return t
 
 

@@ -9,8 +9,8 @@ report_svg for the charts and report_traces / report_memory / report_compare for
 from __future__ import annotations
 
 import datetime
-import statistics
 import os
+import statistics
 import tempfile
 from html import escape
 from pathlib import Path

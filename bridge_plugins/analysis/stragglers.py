@@ -52,7 +52,9 @@ def cross_rank(traces: List[Dict]) -> List[Dict]:
             }
             for t in sorted(members, key=lambda t: (t["rank"], t["file"]))
         ]
-        medians = {k: _median([r[k] for r in rows]) for k in ("step_median_us", "computation_us", "communication_total_us")}
+        medians = {
+            k: _median([r[k] for r in rows]) for k in ("step_median_us", "computation_us", "communication_total_us")
+        }
         for r in rows:
             r["step_vs_median"] = _excess(r["step_median_us"], medians["step_median_us"])
             r["computation_vs_median"] = _excess(r["computation_us"], medians["computation_us"])
@@ -64,10 +66,14 @@ def cross_rank(traces: List[Dict]) -> List[Dict]:
         waiting = [
             r["rank"]
             for r in rows
-            if stragglers and not r["straggler"] and r["communication_vs_median"] is not None
+            if stragglers
+            and not r["straggler"]
+            and r["communication_vs_median"] is not None
             and r["communication_vs_median"] >= 0.0
         ]
         for r in rows:
             r["waiting"] = r["rank"] in waiting
-        out.append({"steps": list(steps), "medians": medians, "ranks": rows, "stragglers": stragglers, "waiting": waiting})
+        out.append(
+            {"steps": list(steps), "medians": medians, "ranks": rows, "stragglers": stragglers, "waiting": waiting}
+        )
     return out

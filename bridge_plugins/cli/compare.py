@@ -17,13 +17,20 @@ from bridge_plugins.cli.summary import print_problems
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("compare", help="what changed between two runs",
-                       description="Two runs (job directories or traces): step-time delta, both GPU breakdowns, "
-                       "op and kernel regressions and improvements.")
+    p = sub.add_parser(
+        "compare",
+        help="what changed between two runs",
+        description="Two runs (job directories or traces): step-time delta, both GPU breakdowns, "
+        "op and kernel regressions and improvements.",
+    )
     p.add_argument("base", metavar="BASE", help="the reference run: a job directory or a trace file")
     p.add_argument("new", metavar="NEW", help="the run to compare with it")
-    p.add_argument("--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/compare.py)")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="rows per regressions/improvements table (default 10)")
+    p.add_argument(
+        "--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/compare.py)"
+    )
+    p.add_argument(
+        "--top", type=int, default=10, metavar="N", help="rows per regressions/improvements table (default 10)"
+    )
     p.set_defaults(run=run)
 
 

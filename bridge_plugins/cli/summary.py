@@ -15,12 +15,21 @@ from bridge_plugins.cli import UsageError
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("summary", help="step times, GPU time breakdown, top ops and kernels, stragglers",
-                       description="Per rank: steps and step times, GPU time split, top CPU operators and GPU "
-                       "kernels; across ranks: stragglers and who waits on them.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="a job directory, or trace (.json/.json.gz) and snapshot files")
-    p.add_argument("--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/summarize.py)")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="rows in the operator and kernel tables (default 10)")
+    p = sub.add_parser(
+        "summary",
+        help="step times, GPU time breakdown, top ops and kernels, stragglers",
+        description="Per rank: steps and step times, GPU time split, top CPU operators and GPU "
+        "kernels; across ranks: stragglers and who waits on them.",
+    )
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a job directory, or trace (.json/.json.gz) and snapshot files"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/summarize.py)"
+    )
+    p.add_argument(
+        "--top", type=int, default=10, metavar="N", help="rows in the operator and kernel tables (default 10)"
+    )
     p.set_defaults(run=run)
 
 

@@ -18,7 +18,13 @@ from typing import Iterable, List, Tuple
 from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, torch_trace_stem
 from bridge_plugins.cli import UsageError
 from bridge_plugins.on_demand import (
-    MAX_STEPS, Progress, ProtocolError, progress_path, publish_request, read_progress, valid_requests,
+    MAX_STEPS,
+    Progress,
+    ProtocolError,
+    progress_path,
+    publish_request,
+    read_progress,
+    valid_requests,
 )
 
 SAFETY_S = 1.0
@@ -31,7 +37,8 @@ FRESH_S = 10.0
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "trigger", help="ask a running job (started with on_demand=True) to profile its next steps",
+        "trigger",
+        help="ask a running job (started with on_demand=True) to profile its next steps",
         description="Ask a running job (started with on_demand=True) to profile its next N steps on the given "
         "ranks with the PyTorch profiler, no restart. Every named rank captures the same global steps.",
     )
@@ -122,9 +129,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write the request under {job_dir}: {e.strerror or e}") from None
     seconds = (start - progress.step) / progress.steps_per_s - (now - (progress.step_time or now))
     named = ranks or list(range(progress.world_size))
-    print(f"request {req.id}: ranks {named} profile steps {req.start}-{req.end - 1}"
-          f"{' with a memory snapshot' if req.memory else ''}; the job was at step ~{progress.step}, "
-          f"{progress.steps_per_s:.2f} steps/s, so it starts in ~{max(seconds, 0):.0f} s")
+    print(
+        f"request {req.id}: ranks {named} profile steps {req.start}-{req.end - 1}"
+        f"{' with a memory snapshot' if req.memory else ''}; the job was at step ~{progress.step}, "
+        f"{progress.steps_per_s:.2f} steps/s, so it starts in ~{max(seconds, 0):.0f} s"
+    )
     example = torch_trace_stem(named[0], req.start, req.end - 1, trigger=req.id, environ={}) + TORCH_TRACE_SUFFIX
     print(f"traces: {job_dir / TORCH_TRACE_DIR}/ (e.g. {example}); the job's log says if a rank ignored the request")
     return 0

@@ -86,8 +86,13 @@ class ProfilerPlugin(run.Plugin):
             values["profile_ranks"] = list(values["profile_ranks"])
         return values
 
-    def plan_task(self, task: run.Partial | run.Script, executor: run.Executor, launcher_now: Optional[Launcher],
-                  launcher_after: Optional[Launcher]) -> Edit:
+    def plan_task(
+        self,
+        task: run.Partial | run.Script,
+        executor: run.Executor,
+        launcher_now: Optional[Launcher],
+        launcher_after: Optional[Launcher],
+    ) -> Edit:
         """The edit that writes this plugin's settings into the task (validated, not applied).
 
         ``launcher_now``/``launcher_after``: the executor's launcher before and after the plugin's
@@ -96,7 +101,10 @@ class ProfilerPlugin(run.Plugin):
         """
         owner = type(self).__name__
         return tasks.plan_profiling(
-            owner, task, self.profiling_values(), flag=self._FLAG,
+            owner,
+            task,
+            self.profiling_values(),
+            flag=self._FLAG,
             current=QuotingChain.for_executor(executor, launcher_now, script_arg=True, owner=owner),
             target=QuotingChain.for_executor(executor, launcher_after, script_arg=True, owner=owner),
             default_output_dir=job_dir_seen_by_job(executor, owner),

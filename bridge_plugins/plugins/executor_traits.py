@@ -74,14 +74,18 @@ class ExecutorTraits:
 
 TRAITS: Dict[type, ExecutorTraits] = {
     run.LocalExecutor: ExecutorTraits(job_dir=_local_job_dir, delivery="argv", macros=True, runs_job_here=True),
-    run.SlurmExecutor: ExecutorTraits(job_dir=_slurm_job_dir, delivery="bash", macros=True,
-                                      nsys_filename=NSYS_SLURM_FILENAME, nsys_gpu_metrics=True),
-    run.DockerExecutor: ExecutorTraits(job_dir=_container_job_dir, delivery="docker", macros=False,
-                                       nsys_report_in_container=True),
-    run.SkypilotExecutor: ExecutorTraits(job_dir=_container_job_dir, delivery="bash", macros=True,
-                                         nsys_report_in_container=True),
-    run.SkypilotJobsExecutor: ExecutorTraits(job_dir=_container_job_dir, delivery="bash", macros=True,
-                                             nsys_report_in_container=True),
+    run.SlurmExecutor: ExecutorTraits(
+        job_dir=_slurm_job_dir, delivery="bash", macros=True, nsys_filename=NSYS_SLURM_FILENAME, nsys_gpu_metrics=True
+    ),
+    run.DockerExecutor: ExecutorTraits(
+        job_dir=_container_job_dir, delivery="docker", macros=False, nsys_report_in_container=True
+    ),
+    run.SkypilotExecutor: ExecutorTraits(
+        job_dir=_container_job_dir, delivery="bash", macros=True, nsys_report_in_container=True
+    ),
+    run.SkypilotJobsExecutor: ExecutorTraits(
+        job_dir=_container_job_dir, delivery="bash", macros=True, nsys_report_in_container=True
+    ),
     run.DGXCloudExecutor: ExecutorTraits(job_dir=_container_job_dir, delivery="bash", macros=False),
     run.LeptonExecutor: ExecutorTraits(job_dir=_container_job_dir, delivery="bash", macros=False),
 }

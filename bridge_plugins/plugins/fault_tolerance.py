@@ -28,8 +28,9 @@ def _check_timeout(owner: str, name: str, value) -> None:
     if value is None:
         return
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise TypeError(f"{owner}.{name} must be seconds (int or float) or None, got {value!r} "
-                        f"({type(value).__name__})")
+        raise TypeError(
+            f"{owner}.{name} must be seconds (int or float) or None, got {value!r} ({type(value).__name__})"
+        )
     if value <= 0:
         raise ValueError(f"{owner}.{name}={value} must be positive seconds, or None for ft_launcher's default")
 
@@ -84,13 +85,18 @@ class FaultTolerancePlugin(run.Plugin):
             rank_heartbeat_timeout=self.rank_heartbeat_timeout,
         )
         task_edits, task_had_nsys = tasks.plan_enable_ft(
-            owner, task,
+            owner,
+            task,
             QuotingChain.for_executor(executor, launcher_now, script_arg=True, owner=owner),
             QuotingChain.for_executor(executor, launcher_after, script_arg=True, owner=owner),
-            self.ft_values(), self.script_args() if isinstance(task, run.Script) else ())
+            self.ft_values(),
+            self.script_args() if isinstance(task, run.Script) else (),
+        )
         if launcher_had_nsys or task_had_nsys:
-            warn(f"{owner}: nsys profiling is disabled because the job now runs under ft_launcher: "
-                 f"{conflicts.NSYS_UNDER_FT}")
+            warn(
+                f"{owner}: nsys profiling is disabled because the job now runs under ft_launcher: "
+                f"{conflicts.NSYS_UNDER_FT}"
+            )
         apply([executor_edit, *task_edits])
 
     def ft_values(self) -> dict:

@@ -51,10 +51,17 @@ class NsysPlugin(ProfilerPlugin):
         tasks.check_task(owner, task)
         launcher_now = peek_launcher(executor)
         if not conflicts.nsys_allowed(fault_tolerance=is_fault_tolerant(launcher_now)):
-            warn(f"{owner}: the executor runs ft_launcher (run.FaultTolerance); nsys profiling is disabled: "
-                 f"{conflicts.NSYS_UNDER_FT}")
+            warn(
+                f"{owner}: the executor runs ft_launcher (run.FaultTolerance); nsys profiling is disabled: "
+                f"{conflicts.NSYS_UNDER_FT}"
+            )
             return
         executor_edit, launcher_after = plan_nsys(
-            owner, executor, trace=self.nsys_trace, extra_args=self.nsys_extra_args,
-            gpu_metrics=self.nsys_gpu_metrics, profile_ranks=self.profile_ranks)
+            owner,
+            executor,
+            trace=self.nsys_trace,
+            extra_args=self.nsys_extra_args,
+            gpu_metrics=self.nsys_gpu_metrics,
+            profile_ranks=self.profile_ranks,
+        )
         apply([self.plan_task(task, executor, launcher_now, launcher_after), executor_edit])

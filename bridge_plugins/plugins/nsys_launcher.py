@@ -27,9 +27,14 @@ GPU_METRICS_ENV = "GPU_METRICS_NODES"
 """NeMo Run's Slurm nsys wrapper samples GPU metrics on nodes whose SLURM_NODEID is listed here."""
 
 # nsys options NeMo Run emits itself before nsys_extra_args; repeating them confuses nsys.
-RESERVED_NSYS_FLAGS = {"-o": "placement is set per executor", "--output": "placement is set per executor",
-                       "-t": "use nsys_trace", "--trace": "use nsys_trace",
-                       "-s": "NeMo Run sets '-s none'", "--sample": "NeMo Run sets '-s none'"}
+RESERVED_NSYS_FLAGS = {
+    "-o": "placement is set per executor",
+    "--output": "placement is set per executor",
+    "-t": "use nsys_trace",
+    "--trace": "use nsys_trace",
+    "-s": "NeMo Run sets '-s none'",
+    "--sample": "NeMo Run sets '-s none'",
+}
 
 TRACE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 """An nsys ``-t`` API name (cuda, nvtx, osrt, python-gil ...): NeMo Run joins them with ','."""
@@ -58,12 +63,15 @@ _CONTAINER_LAUNCHERS = {Launcher: ContainerNsysLauncher, Torchrun: ContainerNsys
 
 def validate_nsys_trace(owner: str, trace) -> None:
     if not isinstance(trace, (list, tuple)) or not trace:
-        raise ValueError(f"{owner}.nsys_trace={trace!r} must be a non-empty list of nsys trace names, "
-                         f"e.g. ['nvtx', 'cuda']")
+        raise ValueError(
+            f"{owner}.nsys_trace={trace!r} must be a non-empty list of nsys trace names, e.g. ['nvtx', 'cuda']"
+        )
     for name in trace:
         if not isinstance(name, str) or not TRACE_NAME.fullmatch(name):
-            raise ValueError(f"{owner}.nsys_trace={list(trace)!r} holds {name!r}, which is not an nsys trace name "
-                             f"(letters, digits, '-', '_', '.'); e.g. ['nvtx', 'cuda']")
+            raise ValueError(
+                f"{owner}.nsys_trace={list(trace)!r} holds {name!r}, which is not an nsys trace name "
+                f"(letters, digits, '-', '_', '.'); e.g. ['nvtx', 'cuda']"
+            )
 
 
 def _flag_groups(args: Sequence[str], name_of: Callable[[str], str] = str) -> List[Tuple[str, List[str]]]:
@@ -83,19 +91,23 @@ def _flag_groups(args: Sequence[str], name_of: Callable[[str], str] = str) -> Li
 
 def validate_nsys_extra_args(owner: str, args) -> None:
     if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args):
-        raise TypeError(f"{owner}.nsys_extra_args must be a list of str, got {args!r}; "
-                        f"e.g. ['--capture-range=none']")
+        raise TypeError(f"{owner}.nsys_extra_args must be a list of str, got {args!r}; e.g. ['--capture-range=none']")
     for arg in args:
         if _CONTROL.search(arg):
-            raise ValueError(f"{owner}.nsys_extra_args={list(args)!r} holds {arg!r}, whose control character "
-                             f"(newline, tab, ...) cannot be carried safely through the launch script; remove it")
+            raise ValueError(
+                f"{owner}.nsys_extra_args={list(args)!r} holds {arg!r}, whose control character "
+                f"(newline, tab, ...) cannot be carried safely through the launch script; remove it"
+            )
     for name, tokens in _flag_groups(args):
         if not name.startswith("-"):
-            raise ValueError(f"{owner}.nsys_extra_args={list(args)!r}: {name!r} is not an nsys option; "
-                             f"each entry must start with '-' (values may follow their flag)")
+            raise ValueError(
+                f"{owner}.nsys_extra_args={list(args)!r}: {name!r} is not an nsys option; "
+                f"each entry must start with '-' (values may follow their flag)"
+            )
         if name in RESERVED_NSYS_FLAGS:
-            raise ValueError(f"{owner}.nsys_extra_args={list(args)!r} sets {name!r}: "
-                             f"{RESERVED_NSYS_FLAGS[name]}; remove it")
+            raise ValueError(
+                f"{owner}.nsys_extra_args={list(args)!r} sets {name!r}: {RESERVED_NSYS_FLAGS[name]}; remove it"
+            )
 
 
 def merge_nsys_args(base: Sequence[str], user: Sequence[str], chain: QuotingChain = QuotingChain()) -> List[str]:
@@ -104,6 +116,7 @@ def merge_nsys_args(base: Sequence[str], user: Sequence[str], chain: QuotingChai
     ``user`` is already encoded with ``chain``; flag names are compared decoded. Idempotent:
     merging the same user args again yields the same list.
     """
+
     def name_of(token: str) -> str:
         decoded = chain.decode_or_none(token)
         return token if decoded is None else decoded
@@ -146,17 +159,26 @@ def plan_nsys(
         if type(launcher) in _CONTAINER_LAUNCHERS:
             new_cls = _CONTAINER_LAUNCHERS[type(launcher)]
         elif type(launcher) not in _CONTAINER_LAUNCHERS.values():
-            warn(f"{owner}: {type(executor).__name__} with launcher {type(launcher).__name__} writes the "
-                 f"nsys report under the host job dir, which the container does not see")
-    if traits.runs_job_here and shutil.which("nsys", path=executor.env_vars.get("PATH", os.environ.get("PATH"))) is None:
+            warn(
+                f"{owner}: {type(executor).__name__} with launcher {type(launcher).__name__} writes the "
+                f"nsys report under the host job dir, which the container does not see"
+            )
+    if (
+        traits.runs_job_here
+        and shutil.which("nsys", path=executor.env_vars.get("PATH", os.environ.get("PATH"))) is None
+    ):
         # setup cannot tell exp.dryrun() from exp.run(), and a dryrun needs no nsys: warn, in one
         # line, before NeMo Run's launch fails with a FileNotFoundError traceback.
-        warn(f"{owner}: there is no 'nsys' binary on the job's PATH, and {type(executor).__name__} runs the job on "
-             f"this machine, so launching it will fail; install Nsight Systems (or put nsys on PATH), or use "
-             f"exp.dryrun() to see the command without running it")
+        warn(
+            f"{owner}: there is no 'nsys' binary on the job's PATH, and {type(executor).__name__} runs the job on "
+            f"this machine, so launching it will fail; install Nsight Systems (or put nsys on PATH), or use "
+            f"exp.dryrun() to see the command without running it"
+        )
     if gpu_metrics and not traits.nsys_gpu_metrics:
-        warn(f"{owner}: nsys_gpu_metrics is only supported on SlurmExecutor by NeMo Run; "
-             f"ignored on {type(executor).__name__}")
+        warn(
+            f"{owner}: nsys_gpu_metrics is only supported on SlurmExecutor by NeMo Run; "
+            f"ignored on {type(executor).__name__}"
+        )
     fields = {f.name: copy.deepcopy(getattr(launcher, f.name)) for f in dataclasses.fields(launcher) if f.init}
     fields["nsys_profile"] = True
     if traits.nsys_filename:
@@ -183,5 +205,7 @@ def _gpu_metrics_nodes(executor: run.SlurmExecutor, profile_ranks: Sequence[int]
     exports env vars unquoted). Call after ``get_launcher()`` so nproc_per_node is final."""
     nnodes = executor.nnodes()
     per_node = max(1, executor.nproc_per_node())
-    nodes = range(nnodes) if not profile_ranks else sorted({r // per_node for r in profile_ranks if r // per_node < nnodes})
+    nodes = (
+        range(nnodes) if not profile_ranks else sorted({r // per_node for r in profile_ranks if r // per_node < nnodes})
+    )
     return ",".join(str(n) for n in nodes) or "0"

@@ -30,8 +30,7 @@ def _configured_class(value: Any) -> Optional[type]:
 
 
 def has_section(cls: Optional[type], section: str) -> bool:
-    return cls is not None and dataclasses.is_dataclass(cls) and any(
-        f.name == section for f in dataclasses.fields(cls))
+    return cls is not None and dataclasses.is_dataclass(cls) and any(f.name == section for f in dataclasses.fields(cls))
 
 
 def find_config_container(owner: str, task: run.Partial) -> fdl.Buildable:
@@ -88,9 +87,14 @@ def read_section(container: fdl.Buildable, section: str) -> Dict[str, Any]:
     return _explicit_fields(container.__arguments__[section])
 
 
-def plan_section(owner: str, container: fdl.Buildable, section: str, values: Mapping[str, Any],
-                 fallback: Optional[type] = None, validate: Optional[Callable[[dict], None]] = None
-                 ) -> Tuple[Edit, Dict[str, Any]]:
+def plan_section(
+    owner: str,
+    container: fdl.Buildable,
+    section: str,
+    values: Mapping[str, Any],
+    fallback: Optional[type] = None,
+    validate: Optional[Callable[[dict], None]] = None,
+) -> Tuple[Edit, Dict[str, Any]]:
     """Replace ``container.<section>`` by ``run.Config(cls, **(explicit fields | values))``.
 
     Values for fields the section class does not declare (a foreign ProfilingConfig, e.g.

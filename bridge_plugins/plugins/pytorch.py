@@ -45,6 +45,8 @@ class PyTorchProfilerPlugin(ProfilerPlugin):
         launcher = peek_launcher(executor)
         edit = self.plan_task(task, executor, launcher, launcher)
         if launcher is not None and conflicts.switched_off_by(self._FLAG, {conflicts.NSYS: launcher.nsys_profile}):
-            warn(f"{owner}: the launcher still wraps the job in nsys, which records "
-                 f"nothing now that the job runs the PyTorch profiler instead")
+            warn(
+                f"{owner}: the launcher still wraps the job in nsys, which records "
+                f"nothing now that the job runs the PyTorch profiler instead"
+            )
         apply([edit])

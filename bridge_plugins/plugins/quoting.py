@@ -59,8 +59,10 @@ def _undq(s: str) -> str:
 
 def _no_single_quote(s: str) -> str:
     if "'" in s:
-        raise ValueError(f"script arg {s!r} contains a single quote; NeMo Run's launcher quoting breaks it "
-                         f"on this executor (Docker, or Slurm with nsys GPU metrics, with torchrun)")
+        raise ValueError(
+            f"script arg {s!r} contains a single quote; NeMo Run's launcher quoting breaks it "
+            f"on this executor (Docker, or Slurm with nsys GPU metrics, with torchrun)"
+        )
     return s
 
 
@@ -89,8 +91,9 @@ class QuotingChain:
     layers: Tuple[str, ...] = ()
 
     @classmethod
-    def for_executor(cls, executor: run.Executor, launcher: Optional[Launcher], *, script_arg: bool,
-                     owner: str = "bridge_plugins") -> "QuotingChain":
+    def for_executor(
+        cls, executor: run.Executor, launcher: Optional[Launcher], *, script_arg: bool, owner: str = "bridge_plugins"
+    ) -> "QuotingChain":
         """The chain on ``executor`` when it runs ``launcher`` (None: no launcher).
 
         ``script_arg``: True for a run.Script arg (NeMo Run's launcher components shell-quote

@@ -69,8 +69,9 @@ def with_overrides(owner: str, args: Sequence[str], raw_args: Sequence[str], cha
     return [a for a in args if not replaced(a)] + encoded
 
 
-def reencoded(owner: str, args: Sequence[str], old: QuotingChain, new: QuotingChain,
-              replace: Mapping[str, Any]) -> List[str]:
+def reencoded(
+    owner: str, args: Sequence[str], old: QuotingChain, new: QuotingChain, replace: Mapping[str, Any]
+) -> List[str]:
     """``args`` with the plugin-written overrides re-encoded for a new chain.
 
     A launcher change (FaultTolerancePlugin after a profiler plugin) changes how NeMo Run quotes
@@ -92,6 +93,7 @@ def reencoded(owner: str, args: Sequence[str], old: QuotingChain, new: QuotingCh
 
 def plan_script_args(task: run.Script, new_args: List[str]) -> Edit:
     """Set the Script's args to ``new_args`` (computed beforehand)."""
+
     def edit() -> None:
         task.args = new_args
 

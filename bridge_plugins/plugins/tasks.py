@@ -17,11 +17,22 @@ from bridge_plugins import conflicts
 from bridge_plugins.config import ProfilingConfig, validate_fields
 from bridge_plugins.plugins import script_args
 from bridge_plugins.plugins.edits import Edit, warn
-from bridge_plugins.plugins.partial_config import (FT, PROFILING, find_config_container, has_section, plan_section,
-                                                   read_section)
+from bridge_plugins.plugins.partial_config import (
+    FT,
+    PROFILING,
+    find_config_container,
+    has_section,
+    plan_section,
+    read_section,
+)
 from bridge_plugins.plugins.quoting import QuotingChain
-from bridge_plugins.plugins.script_overrides import (default_script_args_converter, plan_script_args, reencoded,
-                                                     script_overrides, with_overrides)
+from bridge_plugins.plugins.script_overrides import (
+    default_script_args_converter,
+    plan_script_args,
+    reencoded,
+    script_overrides,
+    with_overrides,
+)
 
 SUPPORTED_TASKS = (run.Partial, run.Script)
 PROFILING_FIELDS = frozenset(f.name for f in dataclasses.fields(ProfilingConfig))
@@ -47,7 +58,7 @@ def _existing_profiling(owner: str, task: run.Partial | run.Script, current: Quo
     if isinstance(task, run.Partial):
         return read_section(find_config_container(owner, task), PROFILING)
     prefix = PROFILING + "."
-    return {k[len(prefix):]: v for k, v in script_overrides(task, current).items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in script_overrides(task, current).items() if k.startswith(prefix)}
 
 
 def plan_profiling(
@@ -78,11 +89,14 @@ def plan_profiling(
             values["output_dir"] = default_output_dir
 
     if isinstance(task, run.Partial):
+
         def validate(merged: dict) -> None:
             try:
                 validate_fields({k: v for k, v in merged.items() if k in PROFILING_FIELDS})
             except (TypeError, ValueError) as e:
-                raise type(e)(f"{owner}: the recipe's profiling config combined with the plugin is invalid: {e}") from None
+                raise type(e)(
+                    f"{owner}: the recipe's profiling config combined with the plugin is invalid: {e}"
+                ) from None
 
         container = find_config_container(owner, task)
         return plan_section(owner, container, PROFILING, values, fallback=ProfilingConfig, validate=validate)[0]
@@ -92,9 +106,14 @@ def plan_profiling(
     return plan_script_args(task, with_overrides(owner, task.args, raw, target))
 
 
-def plan_enable_ft(owner: str, task: run.Partial | run.Script, current: QuotingChain, target: QuotingChain,
-                   ft_values: Mapping[str, Any] = FT_DEFAULT_VALUES,
-                   ft_args: Sequence[str] = ()) -> Tuple[List[Edit], bool]:
+def plan_enable_ft(
+    owner: str,
+    task: run.Partial | run.Script,
+    current: QuotingChain,
+    target: QuotingChain,
+    ft_values: Mapping[str, Any] = FT_DEFAULT_VALUES,
+    ft_args: Sequence[str] = (),
+) -> Tuple[List[Edit], bool]:
     """Write the ``ft`` section (``ft_values``; for a Script ``ft_args``, default: ``ft_values`` as
     overrides) and switch ``profiling.use_nsys_profiler`` off.
 
@@ -113,8 +132,10 @@ def plan_enable_ft(owner: str, task: run.Partial | run.Script, current: QuotingC
     if has_section(container.__fn_or_cls__, FT):
         edits.append(plan_section(owner, container, FT, ft_values)[0])
     else:
-        warn(f"{owner}: {container.__fn_or_cls__.__name__} has no 'ft' section; "
-             f"the job is not told that it runs under ft_launcher")
+        warn(
+            f"{owner}: {container.__fn_or_cls__.__name__} has no 'ft' section; "
+            f"the job is not told that it runs under ft_launcher"
+        )
     had_nsys = read_section(container, PROFILING).get(conflicts.NSYS) is True
     if had_nsys:
         edits.append(plan_section(owner, container, PROFILING, nsys_off, fallback=ProfilingConfig)[0])

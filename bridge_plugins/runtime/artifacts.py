@@ -44,8 +44,13 @@ class ArtifactWriter:
             return Path(tempfile.mkdtemp(prefix=f".{stem}.", suffix=".tmp", dir=directory))
 
     def write(
-        self, what: str, directory: Path, stem: str, suffix: str,
-        produce: Callable[[str], None], check: Optional[Callable[[str], None]] = None,
+        self,
+        what: str,
+        directory: Path,
+        stem: str,
+        suffix: str,
+        produce: Callable[[str], None],
+        check: Optional[Callable[[str], None]] = None,
     ) -> Path:
         """Call ``produce(path)`` to make the file at a staging path, ``check(path)`` it, and
         publish it as ``<directory>/<stem><suffix>`` (or ``<stem>.<k><suffix>`` when taken).
@@ -57,8 +62,14 @@ class ArtifactWriter:
         return self.publish(what, self.stage(what, directory, stem, suffix), directory, stem, suffix, produce, check)
 
     def publish(
-        self, what: str, staging: Path, directory: Path, stem: str, suffix: str,
-        produce: Callable[[str], None], check: Optional[Callable[[str], None]] = None,
+        self,
+        what: str,
+        staging: Path,
+        directory: Path,
+        stem: str,
+        suffix: str,
+        produce: Callable[[str], None],
+        check: Optional[Callable[[str], None]] = None,
     ) -> Path:
         """Like ``write``, for a staging directory made earlier with ``stage`` (a backend that
         records into it over the window); the staging directory is removed in every case."""

@@ -52,7 +52,12 @@ class ChakraBackend(Backend):
 
         staging, self.staging = self.staging, None
         self.ctx.writer.publish(
-            WHAT, staging, self.trace_dir, torch_trace_stem(self.rank, first, last, trigger=self.ctx.trigger), CHAKRA_TRACE_SUFFIX, produce,
+            WHAT,
+            staging,
+            self.trace_dir,
+            torch_trace_stem(self.rank, first, last, trigger=self.ctx.trigger),
+            CHAKRA_TRACE_SUFFIX,
+            produce,
             check=lambda path: check_json_complete(path, EXECUTION_TRACE_FOOTER),
         )
 

@@ -47,7 +47,9 @@ def config_from(cfg: Any) -> Optional[ProfilingConfig]:
     ft = getattr(cfg, "ft", None)
     under_ft = bool(getattr(ft, "enable_ft_package", False))
     if prof is not None and prof.use_nsys_profiler and not nsys_allowed(fault_tolerance=under_ft):
-        log.warning("fault tolerance is enabled (ft.enable_ft_package=True): nsys profiling is disabled for this job: %s",
-                    NSYS_UNDER_FT)
+        log.warning(
+            "fault tolerance is enabled (ft.enable_ft_package=True): nsys profiling is disabled for this job: %s",
+            NSYS_UNDER_FT,
+        )
         prof = replace(prof, use_nsys_profiler=False)
     return prof

@@ -49,8 +49,13 @@ class ProfilingController:
     """Starts and stops every profiling backend for exactly the configured steps and ranks."""
 
     def __init__(
-        self, config: Optional[ProfilingConfig], *, rank: Optional[int] = None, world_size: Optional[int] = None,
-        handle_sigterm: bool = True, trigger: Optional[int] = None,
+        self,
+        config: Optional[ProfilingConfig],
+        *,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        handle_sigterm: bool = True,
+        trigger: Optional[int] = None,
     ):
         if config is not None:
             config.validate()  # fiddle and OmegaConf may have built it without __post_init__
@@ -104,7 +109,10 @@ class ProfilingController:
         if outside and self.rank == 0:
             log.warning(
                 "profile_ranks=%s lists rank(s) %s outside the world of %d rank(s) (0..%d): they will not profile",
-                cfg.profile_ranks, outside, world, world - 1,
+                cfg.profile_ranks,
+                outside,
+                world,
+                world - 1,
             )
         self.selected = cfg.profiles_rank(self.rank)
         try:
@@ -127,8 +135,11 @@ class ProfilingController:
         )
         log.info(
             "rank %d: profiling steps %d-%d with %s; artifacts under %s",
-            self.rank, cfg.profile_step_start, cfg.profile_step_end - 1,
-            ", ".join(b.name for b in self._backends) or "nothing", self.output_dir,
+            self.rank,
+            cfg.profile_step_start,
+            cfg.profile_step_end - 1,
+            ", ".join(b.name for b in self._backends) or "nothing",
+            self.output_dir,
         )
         self._each(lambda b: b.on_enter(), "on_enter")
         self._state, self._next = "armed", cfg.profile_step_start
@@ -147,7 +158,11 @@ class ProfilingController:
                     log.warning(
                         "rank %s: the profiling window (steps %d-%d) was never reached: %s before step %d; "
                         "nothing was captured by the profilers",
-                        self.rank, cfg.profile_step_start, cfg.profile_step_end - 1, why, cfg.profile_step_start,
+                        self.rank,
+                        cfg.profile_step_start,
+                        cfg.profile_step_end - 1,
+                        why,
+                        cfg.profile_step_start,
                     )
                 self._finish()  # joins background exports: nothing is lost when the job ends
         finally:
@@ -177,7 +192,10 @@ class ProfilingController:
                     "rank %d: step %d is past the profiling window (steps %d-%d) that was never opened (a resume "
                     "past it, or skipped steps): the profilers capture nothing; memory history, if on, is "
                     "snapshotted now and stops",
-                    self.rank, step, cfg.profile_step_start, end - 1,
+                    self.rank,
+                    step,
+                    cfg.profile_step_start,
+                    end - 1,
                 )
                 with self._signals.hold():
                     self._finish()
@@ -186,7 +204,12 @@ class ProfilingController:
                 log.warning(
                     "rank %d: the run starts at step %d, inside the profiling window (steps %d-%d): "
                     "capturing steps %d-%d",
-                    self.rank, step, cfg.profile_step_start, end - 1, step, end - 1,
+                    self.rank,
+                    step,
+                    cfg.profile_step_start,
+                    end - 1,
+                    step,
+                    end - 1,
                 )
         elif self._state == "active" and (step >= end or step <= self._last_seen):
             how = "skipping past the window end" if step >= end else "going back (a file's steps must match its name)"
@@ -226,7 +249,12 @@ class ProfilingController:
             if reason is not None:
                 log.warning(
                     "rank %d: profiling window steps %d-%d closed early (%s): captured steps %d-%d",
-                    self.rank, cfg.profile_step_start, cfg.profile_step_end - 1, reason, first, last,
+                    self.rank,
+                    cfg.profile_step_start,
+                    cfg.profile_step_end - 1,
+                    reason,
+                    first,
+                    last,
                 )
             else:
                 log.info("rank %d: profiling window closed: captured steps %d-%d", self.rank, first, last)
@@ -239,13 +267,17 @@ class ProfilingController:
 
     # ------------------------------------------------------------------ failure isolation
     def _each(self, call: Callable[[Backend], None], what: str, reverse: bool = False) -> None:
-        for b in (list(reversed(self._backends)) if reverse else list(self._backends)):
+        for b in list(reversed(self._backends)) if reverse else list(self._backends):
             try:
                 call(b)
             except Exception as e:  # profiling must never kill training
                 log.error(
                     "rank %s: %s failed in %s (%s: %s); it is switched off and training continues",
-                    self.rank, b.name, what, type(e).__name__, e,
+                    self.rank,
+                    b.name,
+                    what,
+                    type(e).__name__,
+                    e,
                 )
                 self._backends.remove(b)
                 try:

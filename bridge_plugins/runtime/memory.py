@@ -33,7 +33,9 @@ class MemoryHistoryBackend(Backend):
         self.recording = False
 
     def on_enter(self) -> None:
-        first = self.directory / f"{snapshot_stem(self.stem, self.rank, trigger=self.ctx.trigger, environ={})}{self.suffix}"
+        first = (
+            self.directory / f"{snapshot_stem(self.stem, self.rank, trigger=self.ctx.trigger, environ={})}{self.suffix}"
+        )
         log.info("rank %d: memory snapshots go to %s", self.rank, first)
         if not torch.cuda.is_available():
             log.warning(

@@ -50,7 +50,8 @@ class NsysBackend(Backend):
                 "rank %d: nsys profiling requested but CUDA is not available: cudaProfilerStart/Stop are skipped "
                 "(nsys with --capture-range=cudaProfilerApi will record nothing); %s; training continues",
                 self.rank,
-                "NVTX step ranges are still emitted" if self.nvtx
+                "NVTX step ranges are still emitted"
+                if self.nvtx
                 else "this torch build has no NVTX, so no step ranges either",
             )
 
@@ -79,7 +80,10 @@ class NsysBackend(Backend):
             self.capture_started = False
         log.info(
             "rank %d: nsys capture range closed after steps %d-%d (%d NVTX step ranges)",
-            self.rank, first, last, self.ranges_emitted,
+            self.rank,
+            first,
+            last,
+            self.ranges_emitted,
         )
 
     def abort(self) -> None:

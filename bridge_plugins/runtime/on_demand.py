@@ -32,7 +32,14 @@ from collections import deque
 from typing import Any, List, Optional
 
 from bridge_plugins.on_demand import (
-    ProtocolError, Request, list_requests, new_progress, poll_interval, read_request, requests_dir, write_progress,
+    ProtocolError,
+    Request,
+    list_requests,
+    new_progress,
+    poll_interval,
+    read_request,
+    requests_dir,
+    write_progress,
 )
 from bridge_plugins.runtime.controller import ProfilingController
 from bridge_plugins.runtime.steps import NOOP as _NOOP
@@ -80,7 +87,9 @@ class OnDemandWindows:
         if self.rank == 0:
             log.info(
                 "on-demand profiling on: `bridge-plugins trigger %s --steps N` profiles the next N steps "
-                "(polled every %g s)", self.output_dir, self.interval,
+                "(polled every %g s)",
+                self.output_dir,
+                self.interval,
             )
         return self
 
@@ -134,7 +143,10 @@ class OnDemandWindows:
             except Exception as e:  # profiling must never kill training
                 log.error(
                     "rank %d: on-demand request %d failed (%s: %s); training continues",
-                    self.rank, request.id, type(e).__name__, e,
+                    self.rank,
+                    request.id,
+                    type(e).__name__,
+                    e,
                 )
         scope = ProfilingController.step(self.ctl, step)  # the configured window (the class's own step)
         for w in self._windows:
@@ -159,7 +171,10 @@ class OnDemandWindows:
         if cfg.has_window and req.overlaps(cfg.profile_step_start, cfg.profile_step_end):
             log.warning(
                 "rank %d: %s ignored: it overlaps the configured profiling window (steps %d-%d)",
-                self.rank, what, cfg.profile_step_start, cfg.profile_step_end - 1,
+                self.rank,
+                what,
+                cfg.profile_step_start,
+                cfg.profile_step_end - 1,
             )
             return
         clash = next((rid for a, b, rid in self._spans if req.overlaps(a, b)), None)
@@ -171,7 +186,9 @@ class OnDemandWindows:
         if outside and self.rank == 0:
             log.warning(
                 "rank 0: %s names rank(s) %s outside the world of %d: they do not profile",
-                what, outside, self.world_size,
+                what,
+                outside,
+                self.world_size,
             )
         if not req.selects(self.rank):
             log.debug("rank %d: %s does not name this rank", self.rank, what)
@@ -180,12 +197,21 @@ class OnDemandWindows:
         if memory and cfg.record_memory_history and self.ctl.selected and req.start < cfg.profile_step_end:
             log.warning(
                 "rank %d: %s: no memory snapshot of its own, the configured memory history records until step %d",
-                self.rank, what, cfg.profile_step_end - 1,
+                self.rank,
+                what,
+                cfg.profile_step_end - 1,
             )
             memory = False
         window_cfg = dataclasses.replace(
-            cfg, use_nsys_profiler=False, use_pytorch_profiler=True, record_memory_history=memory, on_demand=False,
-            profile_step_start=req.start, profile_step_end=req.end, profile_ranks=[], output_dir=str(self.output_dir),
+            cfg,
+            use_nsys_profiler=False,
+            use_pytorch_profiler=True,
+            record_memory_history=memory,
+            on_demand=False,
+            profile_step_start=req.start,
+            profile_step_end=req.end,
+            profile_ranks=[],
+            output_dir=str(self.output_dir),
         )
         window = ProfilingController(
             window_cfg, rank=self.rank, world_size=self.world_size, handle_sigterm=False, trigger=req.id
@@ -227,10 +253,18 @@ class OnDemandWindows:
             rate = (samples[-1][0] - samples[0][0]) / max(samples[-1][1] - samples[0][1], 1e-9)
         cfg = self.cfg
         window = [cfg.profile_step_start, cfg.profile_step_end] if cfg.has_window else None
-        write_progress(self.output_dir, new_progress(
-            state=state, step=step, step_time=step_time, steps_per_s=rate, poll_interval_s=self.interval,
-            world_size=self.world_size, window=window,
-        ))
+        write_progress(
+            self.output_dir,
+            new_progress(
+                state=state,
+                step=step,
+                step_time=step_time,
+                steps_per_s=rate,
+                poll_interval_s=self.interval,
+                world_size=self.world_size,
+                window=window,
+            ),
+        )
 
     # ------------------------------------------------------------------ SIGTERM
     def _install_sigterm(self) -> None:
@@ -265,4 +299,3 @@ class OnDemandWindows:
             prev(signum, frame)
         elif prev == signal.SIG_DFL:
             signal.raise_signal(signum)
-

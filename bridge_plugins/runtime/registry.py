@@ -49,8 +49,11 @@ def build_backends(ctx: BackendContext) -> List[Backend]:
     """Build every enabled backend; one whose construction fails (a path it cannot use) is off
     for this run with an error line, and the others still run."""
     if ctx.cfg.pytorch_profiler_collect_chakra and not ctx.cfg.use_pytorch_profiler:
-        log.warning("rank %d: pytorch_profiler_collect_chakra=True needs use_pytorch_profiler=True (its steps are "
-                    "the PyTorch profiler's): no Chakra execution trace is written", ctx.rank)
+        log.warning(
+            "rank %d: pytorch_profiler_collect_chakra=True needs use_pytorch_profiler=True (its steps are "
+            "the PyTorch profiler's): no Chakra execution trace is written",
+            ctx.rank,
+        )
     backends = []
     for factory in enabled_factories(ctx.cfg):
         try:

@@ -98,7 +98,9 @@ class SignalGuard:
                 self._logged.add(signum)
                 log.warning(
                     "%s: %s received while the profile is being written: held until the write is done "
-                    "(SIGKILL abandons it)", self._who, _NAMES.get(signum, signum),
+                    "(SIGKILL abandons it)",
+                    self._who,
+                    _NAMES.get(signum, signum),
                 )
             return
         self._pending.append((signum, frame))

@@ -25,7 +25,11 @@ from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, t
 from bridge_plugins.runtime.backend import Backend, BackendContext
 from bridge_plugins.runtime.trace_metadata import add_distributed_info, add_window_metadata
 from bridge_plugins.runtime.verify import (
-    KINETO_FOOTER, check_gzip_complete, check_json_complete, check_kineto_header, gzip_file,
+    KINETO_FOOTER,
+    check_gzip_complete,
+    check_json_complete,
+    check_kineto_header,
+    gzip_file,
 )
 
 log = logging.getLogger("bridge_plugins")
@@ -72,7 +76,9 @@ class TorchProfilerBackend(Backend):
         if profiler_already_running():
             log.warning(
                 "rank %d: a torch.profiler session opened outside bridge_plugins is running: it is left alone and "
-                "this window (from step %d) writes no PyTorch trace; your session records these steps", self.rank, step,
+                "this window (from step %d) writes no PyTorch trace; your session records these steps",
+                self.rank,
+                step,
             )
             return
         cfg = self.cfg
@@ -123,8 +129,12 @@ class TorchProfilerBackend(Backend):
 
     def _export(self, prof: torch.profiler.profile, stem: str) -> None:
         self.ctx.writer.write(
-            "PyTorch trace", self.trace_dir, stem, TORCH_TRACE_SUFFIX,
-            lambda tmp: export_gzip_trace(prof, tmp), check=check_gzip_complete,
+            "PyTorch trace",
+            self.trace_dir,
+            stem,
+            TORCH_TRACE_SUFFIX,
+            lambda tmp: export_gzip_trace(prof, tmp),
+            check=check_gzip_complete,
         )
 
     def _export_logged(self, prof: torch.profiler.profile, stem: str) -> None:

@@ -26,8 +26,9 @@ def train(out: str, steps: int, sleep_s: float = 0.03) -> list:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(levelname)s %(message)s")
     info = init_distributed("cpu")
     torch.manual_seed(0)
-    model, opt, data = build_training(ModelConfig(hidden_size=32, num_layers=1, num_heads=2), 16, 2,
-                                      torch.device("cpu"), seed=info.rank)
+    model, opt, data = build_training(
+        ModelConfig(hidden_size=32, num_layers=1, num_heads=2), 16, 2, torch.device("cpu"), seed=info.rank
+    )
     model = torch.nn.parallel.DistributedDataParallel(model)
     done = 0
     with ProfilingController(ProfilingConfig(on_demand=True, output_dir=out)) as ctl:
