@@ -83,7 +83,7 @@ def measure(args: List[str], out_file: Path) -> Tuple[float, int]:
 
 def fit(xs: List[float], ys: List[float]) -> Tuple[float, float]:
     """Least-squares line y = a + b x."""
-    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
     return my - b * mx, b
 

@@ -38,8 +38,12 @@ else
   fi
 fi
 set +e
+# lint and format (ruff, configured in pyproject.toml): a failure fails the run after pytest
+.venv/bin/ruff check . && .venv/bin/ruff format --check .
+lint=$?
 .venv/bin/python -m pytest -ra "$@"
 rc=$?
 set -e
-echo "[test] pytest exit code $rc after $(( $(date +%s) - start )) s in all"
+echo "[test] ruff exit code $lint; pytest exit code $rc after $(( $(date +%s) - start )) s in all"
+if [ "$rc" = 0 ] && [ "$lint" != 0 ]; then rc=$lint; fi
 exit $rc

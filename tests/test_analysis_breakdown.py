@@ -89,15 +89,9 @@ def test_one_step_keeps_every_gpu_event_as_hta_does(tmp_path):
 
 
 def test_self_time_subtracts_nested_operators_on_the_same_thread(tmp_path):
-    op = lambda name, ts, dur, tid=1: {
-        "ph": "X",
-        "cat": "cpu_op",
-        "name": name,
-        "pid": 1,
-        "tid": tid,
-        "ts": ts,
-        "dur": dur,
-    }
+    def op(name, ts, dur, tid=1):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
     events = [
         op("outer", 0, 100),
         op("inner", 10, 30),

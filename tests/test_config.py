@@ -35,7 +35,7 @@ def test_every_field_has_a_docstring_in_the_source():
 
     src = inspect.getsource(ProfilingConfig)
     for f in dataclasses.fields(ProfilingConfig):
-        line = next(l for l in src.splitlines() if l.strip().startswith(f"{f.name}:"))
+        line = next(s for s in src.splitlines() if s.strip().startswith(f"{f.name}:"))
         after = src.splitlines()[src.splitlines().index(line) + 1].strip()
         assert after.startswith('"""'), f"{f.name} has no one-line docstring"
 

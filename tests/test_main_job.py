@@ -69,7 +69,7 @@ def test_main_job_profiles_the_window_on_two_local_ranks(tmp_path):
 
 def assert_offline_report_beside_artifacts(out, job_dir, steps):
     """The HTML report the job printed exists beside the artifacts, needs no network and holds the job's steps."""
-    line = next((l for l in out.splitlines() if l.startswith("HTML report: ")), None)
+    line = next((s for s in out.splitlines() if s.startswith("HTML report: ")), None)
     assert line is not None, "the job prints its HTML report's path"
     printed = Path(line.split("HTML report: ", 1)[1].split("  ", 1)[0])
     assert printed == job_dir / JOB_REPORT_NAME and printed.is_file()
@@ -101,7 +101,7 @@ def test_nsys_without_an_nsys_binary_fails_before_launch_and_points_to_dryrun(tm
 def test_dryrun_prints_the_local_nsys_launch_command(tmp_path):
     proc = run_job(recipes("--profiler", "nsys", "--dryrun", "--start", "4", "--end", "7", "--base-dir", str(tmp_path)))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(l.strip() for l in proc.stdout.splitlines() if l.strip().startswith("nsys profile"))
+    line = next(s.strip() for s in proc.stdout.splitlines() if s.strip().startswith("nsys profile"))
     assert " torchrun " in line and "--nproc-per-node 2" in line
     assert "--capture-range=cudaProfilerApi" in line
     assert f"-o {tmp_path}/experiments/tiny_gpt_profiling/" in line and "/tiny_gpt/nsys_profile/profile_%p" in line
@@ -217,7 +217,7 @@ def test_the_readme_driver_example_runs_and_prints_its_artifacts(tmp_path):
         [sys.executable, str(ROOT / "examples" / "profile_tiny_gpt.py")], cwd=tmp_path, NEMORUN_HOME=str(tmp_path)
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    line = next(l for l in proc.stdout.splitlines() if l.strip().startswith("rank 0 trace: "))
+    line = next(s for s in proc.stdout.splitlines() if s.strip().startswith("rank 0 trace: "))
     path = line.split("rank 0 trace: ", 1)[1]
     assert path.startswith(str(tmp_path)) and path.endswith("rank0_steps10-14.pt.trace.json.gz")
     assert trace_steps(path) == set(range(10, 15))

@@ -295,7 +295,7 @@ def test_rules_for_stale_overlapping_hostile_and_other_rank_requests(tmp_path, f
         os.mkfifo(d / "22.json")
         _write(d / "notes.txt", "hello")
 
-    ctl = loop(ProfilingController(cfg, rank=0, world_size=2), 100, {5: hostile}, sleep=0.02)
+    loop(ProfilingController(cfg, rank=0, world_size=2), 100, {5: hostile}, sleep=0.02)
     traces = on_demand_traces(out)
     assert {k: [(r, a, b) for r, a, b, _ in v] for k, v in traces.items()} == {
         None: [(0, 60, 62)],

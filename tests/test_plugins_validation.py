@@ -244,7 +244,7 @@ def test_experiment_from_id_after_dryrun(make_task):
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ProfilingPluginWarning)
-        exp = dryrun(make_task(), slurm(), plugins)
+        dryrun(make_task(), slurm(), plugins)
     back = run.Experiment.from_title("plugtest")
     (job,) = back.jobs
     assert [init_fields(p) for p in job.plugins] == [init_fields(p) for p in plugins]

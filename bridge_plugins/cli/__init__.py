@@ -1,7 +1,8 @@
 """The ``bridge-plugins`` command (also ``python -m bridge_plugins``).
 
 Each subcommand is one module in this package with ``add_parser(subparsers)`` and
-``run(args) -> int`` (``add_parser`` calls ``set_defaults(run=run)``); ``SUBCOMMANDS`` lists them, so adding one is a file plus a line. Readers
+``run(args) -> int`` (``add_parser`` calls ``set_defaults(run=run)``); ``SUBCOMMANDS`` lists
+them, so adding one is a file plus a line. Readers
 (summary, compare, memory, report) only read artifacts; ``trigger`` writes a request file that a
 running job picks up. None of them import nemo_run or the runtime's backends.
 """
