@@ -1,6 +1,6 @@
 """ProfilingController in one process with the recipe's real model and real torch.profiler traces.
 
-Each Megatron Bridge gap from notes/prior-art.md that concerns the job side has a test here:
+Each Megatron Bridge gap that concerns the job side (numbered as in the team's prior-art review) has a test here:
 both profilers' windows (1), resume (2), start == end (3, in test_config), early end (4),
 [] for every feature (5), traces location (10), no process group needed (13).
 """

@@ -51,6 +51,17 @@ def test_pytorch_trace_has_cuda_kernels_for_exactly_the_window(tmp_path):
     kernels = [e for e in events if e.get("cat") == "kernel"]
     assert len(kernels) > 20, "expected CUDA kernels in the trace"
     assert ctl.artifacts == [path]
+    # the last step completes on the GPU before the profiler stops: every step launches as many
+    # kernels as the others (a cut-off last step has fewer)
+    steps = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in events if str(e.get("name", "")).startswith("Prof")}
+    launches = {e["args"]["correlation"]: e["ts"] for e in events if e.get("cat") == "cuda_runtime"}
+    per_step = {name: 0 for name in steps}
+    for k in kernels:
+        ts = launches.get(k["args"].get("correlation"))
+        for name, (a, b) in steps.items():
+            if ts is not None and a <= ts <= b:
+                per_step[name] += 1
+    assert len(set(per_step.values())) == 1, per_step
 
 
 def test_memory_snapshot_contents_and_recording_stops(tmp_path):

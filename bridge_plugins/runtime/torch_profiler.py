@@ -115,6 +115,10 @@ class TorchProfilerBackend(Backend):
         prof, self.prof = self.prof, None
         if prof is None:
             return
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            # the window's last step ends on the GPU inside the trace: no kernel of it is cut off
+            # (HTA drops a trace's last step by default for that reason; ours always counts)
+            torch.cuda.synchronize()
         add_window_metadata(prof, self.ctx, first, last)
         prof.stop()
         stem = torch_trace_stem(self.rank, first, last, trigger=self.ctx.trigger)
