@@ -13,9 +13,9 @@ enough ahead (from the published step rate and the poll interval) that every ran
 request before reaching it; a rank that reads it too late logs it as stale and ignores it.
 
 Reading is defensive because anyone who can write the directory can put anything there: a request
-that is a symlink, not a regular file, too large, not JSON, or has wrong types is rejected with a
-:class:`ProtocolError` naming the file and the problem. Standard library only: the CLI and the
-job both import this module.
+that is a symlink, not a regular file, too large (``on_demand_files``), not JSON, or has wrong types
+is rejected with a :class:`ProtocolError` naming the file and the problem. Standard library only:
+the CLI and the job both import this module.
 """
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ import math
 import os
 import re
 import socket
-import stat
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple
+
+from bridge_plugins.on_demand_files import MAX_FILE_BYTES as MAX_FILE_BYTES  # re-exported: part of the protocol
+from bridge_plugins.on_demand_files import PathLike, ProtocolError, read_json_file, write_hidden_tmp
 
 ON_DEMAND_DIR = "on_demand"
 PROGRESS_FILE = "progress.json"
@@ -39,14 +41,8 @@ POLL_ENV = "BRIDGE_ON_DEMAND_POLL_S"
 DEFAULT_POLL_S = 1.0
 MAX_STEPS = 1000
 """The longest on-demand window: a PyTorch trace of more steps is rarely readable and can be huge."""
-MAX_FILE_BYTES = 64 * 1024
 
 _REQUEST_NAME = re.compile(r"^(\d{1,18})\.json$")
-PathLike = Union[str, "os.PathLike[str]"]
-
-
-class ProtocolError(ValueError):
-    """A request or progress file that cannot be used; the message names the file and why."""
 
 
 def poll_interval(environ=None) -> float:
@@ -116,40 +112,6 @@ def _is_num(v) -> bool:
 
 
 # ----------------------------------------------------------------------------- reading
-def read_json_file(path: PathLike) -> dict:
-    """A small JSON object from a regular file that is not a symlink; ProtocolError otherwise.
-
-    O_NOFOLLOW refuses symlinks, O_NONBLOCK keeps a FIFO from blocking the reader, and the size
-    is checked on the open descriptor before reading.
-    """
-    path = Path(path)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        if stat.S_ISLNK(os.lstat(path).st_mode):
-            raise ProtocolError(f"{path} is a symlink; only regular files are read")
-        fd = os.open(path, flags)
-    except ProtocolError:
-        raise
-    except OSError as e:
-        raise ProtocolError(f"{path} cannot be opened ({e.strerror or e})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ProtocolError(f"{path} is not a regular file")
-        if st.st_size > MAX_FILE_BYTES:
-            raise ProtocolError(f"{path} is {st.st_size} bytes, more than the {MAX_FILE_BYTES} a request may have")
-        raw = os.read(fd, MAX_FILE_BYTES + 1)
-    finally:
-        os.close(fd)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ProtocolError(f"{path} is not valid JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise ProtocolError(f"{path} holds a JSON {type(data).__name__}, not an object")
-    return data
-
-
 _REQUEST_KEYS = {"id", "start", "end", "ranks", "memory", "created"}
 
 
@@ -237,21 +199,10 @@ def read_progress(output_dir: PathLike) -> Progress:
 
 
 # ----------------------------------------------------------------------------- writing
-def _write_tmp(directory: Path, text: str, durable: bool) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f".tmp.{os.getpid()}.{time.monotonic_ns()}"
-    with open(tmp, "x", encoding="utf-8") as f:
-        f.write(text)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    return tmp
-
-
 def write_progress(output_dir: PathLike, progress: Progress) -> None:
     """Replace progress.json atomically (a reader sees the old or the new file, never a half).
     No fsync: it is rewritten every poll interval and worthless after a crash."""
-    tmp = _write_tmp(on_demand_dir(output_dir), json.dumps(asdict(progress)), durable=False)
+    tmp = write_hidden_tmp(on_demand_dir(output_dir), json.dumps(asdict(progress)), durable=False)
     os.replace(tmp, progress_path(output_dir))
 
 
@@ -271,7 +222,7 @@ def publish_request(output_dir: PathLike, start: int, end: int, ranks: Sequence[
     rid = max(ids, default=0) + 1
     for _ in range(1000):
         req = Request(rid, start, end, tuple(ranks), memory, time.time())
-        tmp = _write_tmp(directory, json.dumps({**asdict(req), "ranks": list(req.ranks)}), durable=True)
+        tmp = write_hidden_tmp(directory, json.dumps({**asdict(req), "ranks": list(req.ranks)}), durable=True)
         try:
             os.link(tmp, directory / f"{rid}.json")
             return req

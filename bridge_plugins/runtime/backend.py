@@ -5,18 +5,21 @@ A backend is told about the controller's lifecycle through these methods, in thi
 per step, ``window_end``; ``on_exit`` at controller exit (or on SIGTERM) must leave nothing
 pending (background writes joined). ``abort`` is called after any method raised: stop whatever
 is still running, best effort. Every method is a no-op here, so a backend overrides only what it
-needs. The controller calls them inside failure isolation: a backend that raises is logged and
+needs. The controller calls them inside failure isolation (``call_each``): a backend that raises is logged and
 dropped, and training goes on.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, List, Optional
 
 from bridge_plugins.config import ProfilingConfig
 from bridge_plugins.runtime.artifacts import ArtifactWriter
+
+log = logging.getLogger("bridge_plugins")
 
 
 @dataclass(frozen=True)
@@ -61,3 +64,30 @@ class Backend:
 
     def abort(self) -> None:
         """A method raised: stop anything still running (best effort; errors are ignored)."""
+
+
+def call_each(
+    backends: List[Backend], call: Callable[[Backend], None], what: str, rank: Optional[int], reverse: bool = False
+) -> None:
+    """Call ``call`` on every backend; one that raises is logged, aborted and removed from ``backends``.
+
+    Failure isolation in one place: profiling must never kill training, and a backend that failed once
+    is not called again (its state is unknown).
+    """
+    for b in list(reversed(backends)) if reverse else list(backends):
+        try:
+            call(b)
+        except Exception as e:  # profiling must never kill training
+            log.error(
+                "rank %s: %s failed in %s (%s: %s); it is switched off and training continues",
+                rank,
+                b.name,
+                what,
+                type(e).__name__,
+                e,
+            )
+            backends.remove(b)
+            try:
+                b.abort()  # best effort: leave no profiler running, no recording on
+            except Exception:
+                pass

@@ -31,7 +31,7 @@ from typing import Any, Callable, List, Optional
 
 from bridge_plugins.config import ProfilingConfig
 from bridge_plugins.runtime.artifacts import ArtifactWriter
-from bridge_plugins.runtime.backend import Backend, BackendContext
+from bridge_plugins.runtime.backend import Backend, BackendContext, call_each
 from bridge_plugins.runtime.config_input import config_from
 from bridge_plugins.runtime.paths import resolve_output_dir
 from bridge_plugins.runtime.ranks import detect_rank, detect_world_size
@@ -39,6 +39,12 @@ from bridge_plugins.runtime.registry import build_backends
 from bridge_plugins.runtime.signals import SignalGuard
 from bridge_plugins.runtime.steps import NOOP as _NOOP
 from bridge_plugins.runtime.steps import StepScope
+from bridge_plugins.runtime.window_messages import (
+    log_window_closed,
+    warn_never_reached,
+    warn_past_unopened_window,
+    warn_started_inside,
+)
 
 log = logging.getLogger("bridge_plugins")
 
@@ -154,16 +160,7 @@ class ProfilingController:
                 if self._state == "active":
                     self._close_window(f"{why} after step {self._last_seen}")
                 elif self._state == "armed":
-                    cfg = self.config
-                    log.warning(
-                        "rank %s: the profiling window (steps %d-%d) was never reached: %s before step %d; "
-                        "nothing was captured by the profilers",
-                        self.rank,
-                        cfg.profile_step_start,
-                        cfg.profile_step_end - 1,
-                        why,
-                        cfg.profile_step_start,
-                    )
+                    warn_never_reached(self.rank, self.config, why)
                 self._finish()  # joins background exports: nothing is lost when the job ends
         finally:
             self._signals.uninstall()
@@ -188,29 +185,12 @@ class ProfilingController:
         end = cfg.profile_step_end
         if self._state == "armed":
             if step >= end:
-                log.warning(
-                    "rank %d: step %d is past the profiling window (steps %d-%d) that was never opened (a resume "
-                    "past it, or skipped steps): the profilers capture nothing; memory history, if on, is "
-                    "snapshotted now and stops",
-                    self.rank,
-                    step,
-                    cfg.profile_step_start,
-                    end - 1,
-                )
+                warn_past_unopened_window(self.rank, step, cfg)
                 with self._signals.hold():
                     self._finish()
                 return _NOOP
             if step > cfg.profile_step_start:
-                log.warning(
-                    "rank %d: the run starts at step %d, inside the profiling window (steps %d-%d): "
-                    "capturing steps %d-%d",
-                    self.rank,
-                    step,
-                    cfg.profile_step_start,
-                    end - 1,
-                    step,
-                    end - 1,
-                )
+                warn_started_inside(self.rank, step, cfg)
         elif self._state == "active" and (step >= end or step <= self._last_seen):
             how = "skipping past the window end" if step >= end else "going back (a file's steps must match its name)"
             self._close_window(f"step {step} came after step {self._last_seen}, {how}")
@@ -245,19 +225,7 @@ class ProfilingController:
                 self._each(lambda b: b.window_end(first, last, sync), "window_end", reverse=True)
             finally:
                 self._state = "done"
-            cfg = self.config
-            if reason is not None:
-                log.warning(
-                    "rank %d: profiling window steps %d-%d closed early (%s): captured steps %d-%d",
-                    self.rank,
-                    cfg.profile_step_start,
-                    cfg.profile_step_end - 1,
-                    reason,
-                    first,
-                    last,
-                )
-            else:
-                log.info("rank %d: profiling window closed: captured steps %d-%d", self.rank, first, last)
+            log_window_closed(self.rank, self.config, reason, first, last)
 
     def _on_sigterm(self) -> None:
         """SIGTERM (signals are held): write what was captured; the guard then delivers it."""
@@ -267,20 +235,4 @@ class ProfilingController:
 
     # ------------------------------------------------------------------ failure isolation
     def _each(self, call: Callable[[Backend], None], what: str, reverse: bool = False) -> None:
-        for b in list(reversed(self._backends)) if reverse else list(self._backends):
-            try:
-                call(b)
-            except Exception as e:  # profiling must never kill training
-                log.error(
-                    "rank %s: %s failed in %s (%s: %s); it is switched off and training continues",
-                    self.rank,
-                    b.name,
-                    what,
-                    type(e).__name__,
-                    e,
-                )
-                self._backends.remove(b)
-                try:
-                    b.abort()  # best effort: leave no profiler running, no recording on
-                except Exception:
-                    pass
+        call_each(self._backends, call, what, self.rank, reverse)

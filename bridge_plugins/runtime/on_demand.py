@@ -18,37 +18,34 @@ With ``ProfilingConfig.on_demand`` the controller starts :class:`OnDemandWindows
 - **Each accepted window is run by a ProfilingController of its own** (PyTorch profiler, optional
   memory history, ``trigger=<id>`` in its file names): opening, closing, early closes, background
   export and failure isolation are the controller's, said once. Finished windows are exited (their
-  exports joined) when the job's controller exits, or at SIGTERM.
+  exports joined) when the job's controller exits, or at SIGTERM (``on_demand_sigterm``).
+- **Progress** (rank 0's progress.json, for the trigger's planning) is written by the poller from
+  the training thread's samples (``on_demand_progress``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import signal
 import threading
 import time
 from collections import deque
-from typing import Any, List, Optional
+from typing import List, Optional
 
 from bridge_plugins.on_demand import (
     ProtocolError,
     Request,
     list_requests,
-    new_progress,
     poll_interval,
     read_request,
     requests_dir,
-    write_progress,
 )
 from bridge_plugins.runtime.controller import ProfilingController
+from bridge_plugins.runtime.on_demand_progress import publish_progress
+from bridge_plugins.runtime.on_demand_sigterm import OnDemandSigterm
 from bridge_plugins.runtime.steps import NOOP as _NOOP
 
 log = logging.getLogger("bridge_plugins")
-
-
-class _SigtermReceived(Exception):
-    """Passed to a window's ``__exit__`` on SIGTERM, so its early-close warning names the cause."""
 
 
 class OnDemandWindows:
@@ -68,8 +65,7 @@ class OnDemandWindows:
         self._finished: List[ProfilingController] = []
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self._prev_sigterm: Any = None
-        self._sigterm_pending: Optional[tuple] = None
+        self._sigterm = OnDemandSigterm(self.close, lambda: any(w._state == "closing" for w in self._windows))
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "OnDemandWindows":
@@ -81,7 +77,8 @@ class OnDemandWindows:
             seen = set()
         if seen and self.rank == 0:
             log.info("on-demand: %d request file(s) from before this job started are ignored", len(seen))
-        self._install_sigterm()
+        if self.ctl.handle_sigterm:
+            self._sigterm.install()
         self._thread = threading.Thread(target=self._poll, args=(seen,), name="bridge_plugins-on-demand", daemon=True)
         self._thread.start()
         if self.rank == 0:
@@ -95,8 +92,8 @@ class OnDemandWindows:
 
     def close(self, exc_type=None) -> None:
         """Stop polling, close an open window (writing what it captured), join every export."""
-        if self._sigterm_pending is not None:
-            self._finish_sigterm(*self._sigterm_pending)
+        if self._sigterm.pending is not None:
+            self._sigterm.finish()  # closes with _SigtermReceived, then delivers the SIGTERM
             return
         self._stop.set()
         if self._thread is not None:
@@ -110,7 +107,7 @@ class OnDemandWindows:
                 self._publish("finished")
             except OSError as e:
                 log.error("rank 0: writing the final on-demand progress failed (%s)", e)
-        self._restore_sigterm()
+        self._sigterm.restore()
 
     @property
     def artifacts(self) -> list:
@@ -130,8 +127,8 @@ class OnDemandWindows:
         return self._step_slow(step)
 
     def _step_slow(self, step: int):
-        if self._sigterm_pending is not None:
-            self._finish_sigterm(*self._sigterm_pending)
+        if self._sigterm.pending is not None:
+            self._sigterm.finish()
         with self._lock:
             if self._want_sample:
                 self._samples.append((step, time.time()))
@@ -244,58 +241,7 @@ class OnDemandWindows:
                     log.error("rank %d: on-demand polling failed (%s); training continues", self.rank, msg)
 
     def _publish(self, state: str) -> None:
-        """Rank 0 writes progress.json: the latest sampled step and the step rate over the samples."""
+        """Rank 0 writes progress.json from the (step, time) samples the training thread took."""
         with self._lock:
             samples = list(self._samples)
-        step, step_time = samples[-1] if samples else (None, None)
-        rate = None
-        if len(samples) >= 2 and samples[-1][0] > samples[0][0]:
-            rate = (samples[-1][0] - samples[0][0]) / max(samples[-1][1] - samples[0][1], 1e-9)
-        cfg = self.cfg
-        window = [cfg.profile_step_start, cfg.profile_step_end] if cfg.has_window else None
-        write_progress(
-            self.output_dir,
-            new_progress(
-                state=state,
-                step=step,
-                step_time=step_time,
-                steps_per_s=rate,
-                poll_interval_s=self.interval,
-                world_size=self.world_size,
-                window=window,
-            ),
-        )
-
-    # ------------------------------------------------------------------ SIGTERM
-    def _install_sigterm(self) -> None:
-        if not self.ctl.handle_sigterm or threading.current_thread() is not threading.main_thread():
-            return
-        try:
-            prev = signal.signal(signal.SIGTERM, self._on_sigterm)
-        except (ValueError, OSError):
-            return
-        self._prev_sigterm = signal.SIG_DFL if prev is None else prev
-
-    def _restore_sigterm(self) -> None:
-        prev, self._prev_sigterm = self._prev_sigterm, None
-        try:
-            if prev is not None and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
-                signal.signal(signal.SIGTERM, prev)
-        except (ValueError, OSError):
-            pass
-
-    def _on_sigterm(self, signum, frame) -> None:
-        """Write what an open window captured, then let SIGTERM do what it would have done. A window
-        in the middle of closing is left to finish; the next step (or the exit) completes this."""
-        self._sigterm_pending = (signum, frame)
-        if not any(w._state == "closing" for w in self._windows):
-            self._finish_sigterm(signum, frame)
-
-    def _finish_sigterm(self, signum, frame) -> None:
-        self._sigterm_pending = None
-        prev = self._prev_sigterm
-        self.close(_SigtermReceived)
-        if callable(prev):
-            prev(signum, frame)
-        elif prev == signal.SIG_DFL:
-            signal.raise_signal(signum)
+        publish_progress(self.output_dir, state, samples, self.cfg, self.interval, self.world_size)
