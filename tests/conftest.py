@@ -1,5 +1,6 @@
 """pytest configuration. Helpers live in tests/support.py (import them from there)."""
 
+import gc
 import logging
 import os
 
@@ -8,9 +9,17 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _bridge_plugins_logs(caplog):
-    """Capture bridge_plugins' log records at INFO so tests can assert on warnings and artifact lines."""
+    """Capture bridge_plugins' log records at INFO so tests can assert on warnings and artifact lines.
+
+    At the end of every test, collect garbage: NeMo Run's ``Experiment.__del__`` removes the root
+    logger's FIRST handler (``deconfigure_logging``). An Experiment left in a reference cycle by one
+    test and collected during a later one took that test's caplog handler with it, so its log
+    assertions saw nothing (seen once in CI, in test_reliability_config). Collected here, it can
+    only take this test's handler, after the test is over.
+    """
     caplog.set_level(logging.INFO, logger="bridge_plugins")
     yield
+    gc.collect()
 
 
 def _slurm_problem():
