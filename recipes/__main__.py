@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -75,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+SLURM_NAME = re.compile(r"[A-Za-z0-9._-]+")
+"""Slurm account and partition names that pass through NeMo Run's sbatch script unchanged."""
+
+
 def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.nproc < 1 or args.steps < 1:
         parser.error("--nproc and --steps must be >= 1")
@@ -93,6 +98,16 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
         parser.error(
             f"--ranks {','.join(map(str, missing))}: no such rank with --nproc {args.nproc} (ranks 0-{args.nproc - 1}); "
             f"raise --nproc or pick ranks below {args.nproc}"
+        )
+    for flag, value in (("--account", args.account), ("--partition", args.partition)):
+        if args.executor == "slurm" and not SLURM_NAME.fullmatch(value):
+            # NeMo Run writes the job name (made from the account) unquoted into the srun line
+            parser.error(f"{flag} {value!r}: a Slurm name is letters, digits and . _ - (no spaces or shell characters)")
+    base = str(resolve_base_dir(args.base_dir))
+    if shlex.quote(base) != base:
+        parser.error(
+            f"--base-dir {base!r}: NeMo Run hands the job directory to a shell unquoted (mkdir -p, srun --output), "
+            f"so spaces and shell characters would be run or split; use letters, digits and @%+=:,./_-"
         )
     problem = base_dir_problem(resolve_base_dir(args.base_dir))
     if problem:

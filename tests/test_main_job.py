@@ -159,6 +159,28 @@ def test_base_dir_that_is_a_file_is_a_clean_error(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "flag",
+    ["--base-dir", "--account", "--partition"],
+)
+def test_values_that_reach_a_shell_unquoted_are_refused(tmp_path, flag):
+    """NeMo Run runs `mkdir -p <base dir>` through a shell and writes the job name (from the
+    account) unquoted into the srun line: `$(...)` there ran even on --dryrun."""
+    marker = tmp_path / "ran"
+    value = f"x$(touch {marker})"
+    base = [] if flag == "--base-dir" else ["--base-dir", str(tmp_path / "home")]
+    slurm = {
+        "--base-dir": ["--account", "a", "--partition", "p"],
+        "--account": ["--partition", "p"],
+        "--partition": ["--account", "a"],
+    }[flag]
+    value = str(tmp_path / value) if flag == "--base-dir" else value
+    proc = run_job(recipes("--executor", "slurm", *slurm, *base, flag, value, "--dryrun"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert flag in proc.stderr and "Traceback" not in proc.stderr
+    assert not marker.exists()
+
+
 def test_every_flag_has_help_text():
     for action in build_parser()._actions:
         assert action.help, f"{action.option_strings} has no help text"
