@@ -203,7 +203,11 @@ def write_progress(output_dir: PathLike, progress: Progress) -> None:
     """Replace progress.json atomically (a reader sees the old or the new file, never a half).
     No fsync: it is rewritten every poll interval and worthless after a crash."""
     tmp = write_hidden_tmp(on_demand_dir(output_dir), json.dumps(asdict(progress)), durable=False)
-    os.replace(tmp, progress_path(output_dir))
+    try:
+        os.replace(tmp, progress_path(output_dir))
+    except BaseException:  # something in the way: leave no temp file behind (this runs every poll)
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def new_progress(**fields) -> Progress:

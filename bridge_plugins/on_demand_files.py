@@ -63,9 +63,13 @@ def write_hidden_tmp(directory: Path, text: str, durable: bool) -> Path:
     moves or links it into place. ``durable`` fsyncs it first, for a file that must survive a crash."""
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f".tmp.{os.getpid()}.{time.monotonic_ns()}"
-    with open(tmp, "x", encoding="utf-8") as f:
-        f.write(text)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            f.write(text)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+    except BaseException:  # a full disk: leave nothing behind (this runs every poll)
+        tmp.unlink(missing_ok=True)
+        raise
     return tmp

@@ -393,3 +393,37 @@ def test_off_by_default_nothing_polls(tmp_path):
     ctl = loop(ProfilingController(ProfilingConfig(use_pytorch_profiler=True, output_dir=str(tmp_path)), rank=0), 3)
     assert not (tmp_path / "on_demand").exists() and "step" not in vars(ctl)
     assert not [t for t in threading.enumerate() if t.name == "bridge_plugins-on-demand"]
+
+
+def test_sigterm_while_the_training_thread_holds_the_on_demand_lock_does_not_hang(tmp_path):
+    """The SIGTERM handler runs on the training thread, possibly inside its own critical section
+    (taken twice per step while a window runs): closing must not wait for that lock. Reaching
+    into ``_on_demand._lock`` is the only way to land the signal there deterministically."""
+    script = f"""
+import os, signal, sys
+from bridge_plugins import ProfilingConfig, ProfilingController
+ctl = ProfilingController(ProfilingConfig(on_demand=True, output_dir={str(tmp_path)!r}), rank=0, world_size=1)
+with ctl:
+    with ctl.step(0):
+        pass
+    with ctl._on_demand._lock:
+        os.kill(os.getpid(), signal.SIGTERM)
+print("not reached")
+"""
+    proc = subprocess.run([sys.executable, "-c", script], env=clean_env(), capture_output=True, text=True, timeout=20)
+    assert proc.returncode == -15, proc.stdout + proc.stderr  # died of SIGTERM, did not hang
+    assert read_progress(tmp_path).state == "finished"
+
+
+def test_a_blocked_progress_file_leaves_no_temp_files_and_rank_0_still_takes_requests(tmp_path, fast_poll, caplog):
+    (tmp_path / "on_demand" / "progress.json").mkdir(parents=True)  # a directory planted where progress goes
+
+    def ask():
+        publish_request(tmp_path, 20, 23, [0], False)
+
+    ctl = loop(ProfilingController(ProfilingConfig(on_demand=True, output_dir=str(tmp_path)), rank=0), 40, {5: ask})
+    assert [(r, a, b) for r, a, b, _ in on_demand_traces(tmp_path)[1]] == [(0, 20, 22)]
+    assert len(ctl.artifacts) == 1
+    leftovers = [p.name for p in (tmp_path / "on_demand").iterdir() if p.name.startswith(".")]
+    assert leftovers == [], leftovers
+    assert caplog.text.count("progress") >= 1

@@ -56,7 +56,8 @@ class OnDemandWindows:
         self.output_dir = ctl.output_dir
         self.interval = poll_interval()
         self.next = -1  # the first step() recomputes it
-        self._lock = threading.Lock()
+        # re-entrant: the SIGTERM handler runs on the training thread, maybe inside its critical section
+        self._lock = threading.RLock()
         self._pending: List[Request] = []
         self._want_sample = False
         self._samples: deque = deque(maxlen=10)  # (step, epoch seconds) at the start of a step
@@ -221,11 +222,14 @@ class OnDemandWindows:
     def _poll(self, seen: set) -> None:
         errors: set = set()
         while not self._stop.wait(self.interval):
-            try:
-                if self.rank == 0:
+            if self.rank == 0:
+                try:  # apart from the requests: rank 0 must never skip a request the other ranks take
                     self._publish("running")
-                    with self._lock:
-                        self._want_sample, self.next = True, -1
+                except Exception as e:
+                    self._say_once(errors, "writing on-demand progress", e)
+                with self._lock:
+                    self._want_sample, self.next = True, -1
+            try:
                 for name, path in list_requests(self.output_dir):
                     if name in seen:
                         continue
@@ -235,10 +239,13 @@ class OnDemandWindows:
                     except ProtocolError as e:
                         log.warning("rank %d: on-demand request ignored: %s", self.rank, e)
             except Exception as e:  # an unreadable directory, a full disk: say it once, keep training
-                msg = f"{type(e).__name__}: {e}"
-                if msg not in errors:
-                    errors.add(msg)
-                    log.error("rank %d: on-demand polling failed (%s); training continues", self.rank, msg)
+                self._say_once(errors, "on-demand polling", e)
+
+    def _say_once(self, said: set, what: str, e: Exception) -> None:
+        msg = f"{what} failed ({type(e).__name__}: {e})"
+        if msg not in said:
+            said.add(msg)
+            log.error("rank %d: %s; training continues", self.rank, msg)
 
     def _publish(self, state: str) -> None:
         """Rank 0 writes progress.json from the (step, time) samples the training thread took."""
