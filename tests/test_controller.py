@@ -7,6 +7,7 @@ both profilers' windows (1), resume (2), start == end (3, in test_config), early
 
 from __future__ import annotations
 
+import os
 import logging
 
 import pytest
@@ -402,6 +403,8 @@ def test_job_side_never_imports_nemo_run():
 
     code = (
         "import sys, bridge_plugins.runtime, recipes.train; from bridge_plugins import ProfilingController; "
+        "import bridge_plugins.runtime.on_demand, bridge_plugins.runtime.registry as r; "
+        "[__import__(e.factory.split(':')[0]) for e in r.BACKENDS]; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nemo_run', 'fiddle', 'torchx')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -413,8 +416,10 @@ def test_sigterm_handler_is_chained_and_a_later_owner_is_left_alone(tmp_path, tr
 
     original = signal.getsignal(signal.SIGTERM)
 
+    calls = []
+
     def user_handler(signum, frame):
-        pass
+        calls.append(signum)
 
     try:
         ctl = ProfilingController(cfg(tmp_path, profile_step_start=1, profile_step_end=3), rank=0)
@@ -427,9 +432,13 @@ def test_sigterm_handler_is_chained_and_a_later_owner_is_left_alone(tmp_path, tr
                     if i == 2:
                         signal.signal(signal.SIGTERM, user_handler)  # the job takes SIGTERM over
         assert signal.getsignal(signal.SIGTERM) is user_handler  # not clobbered on exit
-        ctl2 = ProfilingController(cfg(tmp_path / "b", profile_step_start=0, profile_step_end=1), rank=0)
+        ctl2 = ProfilingController(cfg(tmp_path / "b", profile_step_start=0, profile_step_end=2), rank=0)
         with ctl2:
-            pass
+            with ctl2.step(0):
+                train_step()
+                os.kill(os.getpid(), signal.SIGTERM)  # ours writes what was captured, then chains
+        assert calls == [signal.SIGTERM]  # the user's handler ran, once
+        assert [p.name for p in ctl2.artifacts] == ["rank0_steps0-0.pt.trace.json.gz"]
         assert signal.getsignal(signal.SIGTERM) is user_handler  # restored to what it was
     finally:
         signal.signal(signal.SIGTERM, original)
