@@ -7,8 +7,8 @@ both profilers' windows (1), resume (2), start == end (3, in test_config), early
 
 from __future__ import annotations
 
-import os
 import logging
+import os
 
 import pytest
 import torch
