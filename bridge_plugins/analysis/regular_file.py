@@ -15,7 +15,7 @@ from typing import BinaryIO, Union
 
 
 class NotARegularFile(Exception):
-    """``str(e)`` is '<file>: <what it is instead>'."""
+    """``str(e)`` is what the path is instead (the caller names the file)."""
 
 
 def open_regular(path: Union[str, Path]) -> BinaryIO:
@@ -24,9 +24,9 @@ def open_regular(path: Union[str, Path]) -> BinaryIO:
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
-            raise NotARegularFile(f"{path}: is a directory, not a file")
+            raise NotARegularFile("is a directory, not a file")
         if not stat.S_ISREG(mode):
-            raise NotARegularFile(f"{path}: not a regular file (a FIFO, device or socket would never be read)")
+            raise NotARegularFile("not a regular file (a FIFO, device or socket would never be read)")
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

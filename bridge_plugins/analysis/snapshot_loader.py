@@ -57,7 +57,7 @@ def load_snapshot(path: Union[str, Path]) -> dict:
         with open_regular(path) as fh:
             raw = fh.read()
     except NotARegularFile as e:
-        raise SnapshotFormatError(str(e)) from None
+        raise SnapshotFormatError(f"{path}: cannot read: {e}") from None
     except OSError as e:
         raise SnapshotFormatError(f"{path}: cannot read: {e.strerror or e}") from None
     if not raw.startswith(b"\x80"):  # the PROTO opcode: torch writes pickle protocol 2 or later

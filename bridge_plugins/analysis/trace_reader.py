@@ -100,8 +100,6 @@ def _describe(e: BaseException) -> str:
     if isinstance(e, ijson.JSONError):
         msg = " ".join(str(e).split())[:160]
         return f"not valid JSON ({msg})" if msg else "not valid JSON (the file ends early)"
-    if isinstance(e, IsADirectoryError):
-        return "is a directory, not a trace file"
     if isinstance(e, OSError):
         return e.strerror or str(e)
     return f"{type(e).__name__}: {e}"
@@ -145,7 +143,7 @@ def read_trace(path: Path, on_header: Callable[[Dict], None], on_event: Callable
         except TraceError as e:
             raise TraceError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
         except NotARegularFile as e:
-            raise TraceError(str(e)) from None
+            raise TraceError(f"{path}: {e}") from None
         except (UnicodeDecodeError, ijson.JSONError) as e:
             retry = _retry_with(e, replace_bad_utf8, backend)
             if retry is None:
