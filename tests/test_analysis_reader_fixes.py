@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from bridge_plugins.analysis import summarize
+from bridge_plugins.analysis.report_html import build
 from bridge_plugins.summary import find_artifacts, report, steps_line
 from tests.test_analysis_bad_input import GOOD, assert_clean_error, cli
 from tests.test_analysis_fixtures import J128
@@ -83,6 +84,8 @@ def test_writer_staging_dir_is_not_reported_and_renamed_trace_is_skipped_once(tm
     text, _ = report(tmp_path)
     assert "skipped" not in text and ".tmp" not in text
     assert find_artifacts(tmp_path).traces == {0: [tmp_path / GOOD]}
+    html, _ = build([tmp_path])
+    assert ".tmp" not in html and "not a trace name" not in html
     shutil.copy(J128[0], tmp_path / "rank2_stepsX-Y.pt.trace.json.gz")
     proc = cli("summary", tmp_path)
     assert proc.returncode == 0 and "skipped: skipped" not in proc.stderr
