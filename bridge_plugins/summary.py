@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
-from bridge_plugins import artifact_names
 from bridge_plugins.analysis import NothingToRead, summarize
+from bridge_plugins.analysis.job import UNRECOGNISED_TRACE, scan_job_dir
+from bridge_plugins.analysis.memory_text import fmt_bytes
 from bridge_plugins.analysis.render_summary import step_ranges, to_text
 from bridge_plugins.artifact_names import DEFAULT_SNAPSHOT_NAME
-from bridge_plugins.runtime.artifacts import human_size
 
 
 @dataclass
@@ -28,27 +28,34 @@ class Artifacts:
 
 
 def find_artifacts(job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME) -> Artifacts:
-    """Every artifact under ``job_dir``, recognised by :func:`bridge_plugins.artifact_names.parse`."""
-    found = Artifacts()
-    for p in sorted(Path(job_dir).rglob("*")):
-        name = artifact_names.parse(p, Path(memory_snapshot_path).name)
-        if name is None and p.name.endswith(artifact_names.TORCH_TRACE_SUFFIX) and not p.name.startswith("."):
-            found.skipped.append(p)
-        if name is None or not p.is_file():
-            continue
+    """Every artifact under ``job_dir`` (the scan of :func:`bridge_plugins.analysis.job.scan_job_dir`), by rank."""
+    scanned = scan_job_dir(Path(job_dir), Path(memory_snapshot_path).name)
+    found = Artifacts(skipped=scanned.unrecognised)
+    for name in scanned.artifacts:
         if name.kind == "torch_trace":
-            found.traces.setdefault(name.rank, []).append(p)
+            found.traces.setdefault(name.rank, []).append(name.path)
         elif name.kind in ("memory_snapshot", "oom_snapshot"):
-            found.memory.setdefault(name.rank, []).append(p)
+            found.memory.setdefault(name.rank, []).append(name.path)
         elif name.kind == "nsys_report":
-            found.nsys.append(p)
+            found.nsys.append(name.path)
     return found
+
+
+def steps_line(steps: Dict[int, List[List[int]]]) -> str:
+    """'Steps captured per rank: rank 0: 10-14, rank 1: 10-14'; a rank's windows joined by 'and'."""
+    per_rank = []
+    for rank, windows in sorted(steps.items()):
+        text = " and ".join(step_ranges(w) for w in windows if w)
+        if text:
+            per_rank.append(f"rank {rank}: {text}")
+    return "Steps captured per rank: " + ", ".join(per_rank)
 
 
 def report(
     job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top: int = 10
-) -> Tuple[str, Optional[Dict[int, List[int]]]]:
-    """A human-readable summary of a job's artifacts, and the steps captured per rank.
+) -> Tuple[str, Dict[int, List[List[int]]]]:
+    """A human-readable summary of a job's artifacts, and the steps captured per rank, one list per
+    trace (window): a rank with several windows (on-demand triggers, requeues) keeps them all.
 
     The figures come from :func:`bridge_plugins.analysis.summarize` (``bridge-plugins summary``);
     a file it cannot read is listed with the reason instead of failing the whole report.
@@ -61,23 +68,24 @@ def report(
     by_file = {t["file"]: t for t in (summary or {}).get("traces", [])}
     problems = {x["file"]: x["error"] for x in (summary or {}).get("problems", [])}
     lines: List[str] = []
-    steps: Dict[int, List[int]] = {}
+    steps: Dict[int, List[List[int]]] = {}
     for rank in sorted(set(arts.traces) | set(arts.memory)):
         for p in arts.traces.get(rank, []):
             t = by_file.get(str(p))
             if t is None:
                 lines.append(f"  rank {rank}: {p}  unreadable: {problems.get(str(p), 'could not be read')}")
                 continue
-            steps[rank] = t["steps"]["captured"]
+            steps.setdefault(rank, []).append(t["steps"]["captured"])
             lines.append(
-                f"  rank {rank}: {p}  ({human_size(p.stat().st_size)}), steps captured: {step_ranges(steps[rank])}"
+                f"  rank {rank}: {p}  ({fmt_bytes(p.stat().st_size)}), "
+                f"steps captured: {step_ranges(t['steps']['captured'])}"
             )
         for p in arts.memory.get(rank, []):
-            lines.append(f"  rank {rank}: {p}  ({human_size(p.stat().st_size)}), memory snapshot")
+            lines.append(f"  rank {rank}: {p}  ({fmt_bytes(p.stat().st_size)}), memory snapshot")
     for p in arts.nsys:
-        lines.append(f"  nsys: {p}  ({human_size(p.stat().st_size)})")
+        lines.append(f"  nsys: {p}  ({fmt_bytes(p.stat().st_size)})")
     for p in arts.skipped:
-        lines.append(f"  skipped {p}: not a trace name bridge-plugins writes (rank<R>_steps<A>-<B>...)")
+        lines.append(f"  skipped {p}: {UNRECOGNISED_TRACE}")
     if not lines:
         lines.append(f"  (no profiling artifacts under {job_dir})")
     out = ["Artifacts:"] + lines

@@ -294,7 +294,7 @@ def write_html_report(job_dir: Path) -> Optional[Path]:
 
 def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]) -> None:
     """What the job wrote: artifacts and figures, steps per rank, memory history, how to open them."""
-    from bridge_plugins.summary import find_artifacts, report
+    from bridge_plugins.summary import find_artifacts, report, steps_line
 
     if args.profiler == "none" and not args.memory_history:
         print("No profiling artifacts: the job ran with no profiler (--profiler none).")
@@ -302,10 +302,7 @@ def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]
     text, steps = report(job_dir)
     print(text)
     if steps:
-        print(
-            "\nSteps captured per rank: "
-            + ", ".join(f"rank {r}: {s[0]}-{s[-1]}" for r, s in sorted(steps.items()) if s)
-        )
+        print("\n" + steps_line(steps))
     arts = find_artifacts(job_dir)
     note = memory_note(args, arts, device)
     if note:

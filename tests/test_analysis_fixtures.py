@@ -134,10 +134,12 @@ def test_compare_cli_job_directories_and_json(tmp_path):
     assert proc.returncode == 0 and "GPU kernels that got slower" in proc.stdout and "step time" in proc.stdout
 
 
-def test_analysis_imports_neither_torch_nor_nemo_run():
+def test_analysis_imports_neither_torch_nor_nemo_run_nor_the_runtime():
     code = (
-        "import sys, bridge_plugins.analysis, bridge_plugins.cli.summary, bridge_plugins.cli.compare; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nemo_run')))"
+        "import sys, bridge_plugins.analysis, bridge_plugins.cli.summary, bridge_plugins.cli.compare, "
+        "bridge_plugins.summary; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nemo_run') "
+        "or m.startswith('bridge_plugins.runtime')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

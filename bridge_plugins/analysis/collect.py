@@ -30,6 +30,12 @@ def _int(value, default: int = -1) -> int:
         return default
 
 
+def _hashable(value):
+    """A pid/tid as a dict key: Kineto writes ints or strings; a list or object from a hand-edited
+    or foreign trace becomes its text rather than a TypeError."""
+    return value if value is None or isinstance(value, (int, float, str)) else str(value)
+
+
 @dataclass
 class Collected:
     """What one trace holds, gathered by :class:`Collector`."""
@@ -107,7 +113,7 @@ class Collector:
         if "ProfilerStep" in name:
             self._profiler_step(name, cat, ts, dur)
         if cat == "cpu_op":
-            key = (e.get("pid"), e.get("tid"))
+            key = (_hashable(e.get("pid")), _hashable(e.get("tid")))
             arrays = d.ops.get(key)
             if arrays is None:
                 arrays = d.ops[key] = (array("d"), array("d"), array("l"))

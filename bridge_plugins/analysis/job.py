@@ -1,13 +1,17 @@
 """Which files to read: a job directory's artifacts (by :mod:`bridge_plugins.artifact_names`) or files named.
 
 In a directory, our traces and snapshots are recognised by the names the writer gives them.
-Files that look like a trace but whose name we do not recognise (renamed, half-written, another
-tool's) are skipped with a message rather than guessed at. Files named explicitly are taken as
+Files that look like a trace but whose name we do not recognise (renamed, another tool's) are
+skipped with a message rather than guessed at. Dot-names and everything under a hidden directory
+are not looked at: the writer stages each file in ``.<stem>.XXX.tmp/`` (left behind only by a
+SIGKILL) and it is never an artifact. :func:`scan_job_dir` is the one scan of a job directory;
+``bridge_plugins.summary`` uses it too. Files named explicitly are taken as
 they are: ``*.json``/``*.json.gz`` as traces, ``*.pickle``/``*.pkl`` as memory snapshots.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
@@ -15,6 +19,7 @@ from typing import Dict, List, Optional, Sequence, Union
 from bridge_plugins import artifact_names
 
 _TRACE_ENDINGS = (".json", ".json.gz")
+UNRECOGNISED_TRACE = "not a trace name bridge-plugins writes (rank<R>_steps<A>-<B>...)"
 _SNAPSHOT_ENDINGS = (".pickle", ".pkl")
 
 
@@ -34,18 +39,42 @@ class Inputs:
         self.problems.append({"file": str(path), "error": error})
 
 
-def _from_directory(job_dir: Path, found: Inputs) -> None:
-    before = len(found.traces) + len(found.snapshots)
-    for p in sorted(job_dir.rglob("*")):
+@dataclass
+class JobFiles:
+    """A job directory's files: artifacts by their parsed names, and trace-like files we did not name."""
+
+    artifacts: List[artifact_names.ArtifactName] = field(default_factory=list)
+    unrecognised: List[Path] = field(default_factory=list)
+
+
+def scan_job_dir(job_dir: Path, snapshot_name: str = artifact_names.DEFAULT_SNAPSHOT_NAME) -> JobFiles:
+    """Every regular file under ``job_dir`` (in path order), skipping dot-names and hidden directories."""
+    paths = []
+    for root, dirs, files in os.walk(job_dir):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        paths += [Path(root, f) for f in files if not f.startswith(".")]
+    found = JobFiles()
+    for p in sorted(paths):
         if not p.is_file():
             continue
-        name = artifact_names.parse(p)
-        if name is not None and name.kind == "torch_trace":
-            found.traces.append(p)
-        elif name is not None and name.kind in ("memory_snapshot", "oom_snapshot"):
-            found.snapshots.append(p)
-        elif name is None and p.name.endswith((".pt.trace.json.gz", ".pt.trace.json")):
-            found.problem(p, "skipped: not a trace name bridge-plugins writes (rank<R>_steps<A>-<B>...)")
+        name = artifact_names.parse(p, snapshot_name)
+        if name is not None:
+            found.artifacts.append(name)
+        elif p.name.endswith((artifact_names.TORCH_TRACE_SUFFIX, ".pt.trace.json")):  # also an uncompressed one
+            found.unrecognised.append(p)
+    return found
+
+
+def _from_directory(job_dir: Path, found: Inputs) -> None:
+    before = len(found.traces) + len(found.snapshots)
+    scanned = scan_job_dir(job_dir)
+    for name in scanned.artifacts:
+        if name.kind == "torch_trace":
+            found.traces.append(name.path)
+        elif name.kind in ("memory_snapshot", "oom_snapshot"):
+            found.snapshots.append(name.path)
+    for p in scanned.unrecognised:
+        found.problem(p, UNRECOGNISED_TRACE)
     if len(found.traces) + len(found.snapshots) == before:
         found.problem(job_dir, "no profiling artifacts (traces or memory snapshots) in this directory")
 

@@ -14,6 +14,8 @@ import pickle
 from pathlib import Path
 from typing import Union
 
+from bridge_plugins.analysis.regular_file import NotARegularFile, open_regular
+
 _ALLOWED_GLOBALS = {
     # Older pickle protocols rebuild these containers through a global lookup (protocol >= 4 uses
     # opcodes). Calling them on already-loaded data runs no code from the file.
@@ -52,7 +54,10 @@ def load_snapshot(path: Union[str, Path]) -> dict:
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        with open_regular(path) as fh:
+            raw = fh.read()
+    except NotARegularFile as e:
+        raise SnapshotFormatError(f"{path}: cannot read: {e}") from None
     except OSError as e:
         raise SnapshotFormatError(f"{path}: cannot read: {e.strerror or e}") from None
     if not raw.startswith(b"\x80"):  # the PROTO opcode: torch writes pickle protocol 2 or later

@@ -15,10 +15,13 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Dict, Optional, Tuple
 
 import ijson
+
+from bridge_plugins.analysis.regular_file import NotARegularFile, open_regular
 
 try:  # the C backend is ~10x faster; fall back to whatever ijson picked
     _ijson = ijson.get_backend("yajl2_c")
@@ -31,13 +34,14 @@ class TraceError(Exception):
     """A file that cannot be read as a trace: ``str(e)`` is '<file>: <what is wrong>'."""
 
 
+@contextmanager
 def _open(path: Path, replace_bad_utf8: bool):
-    raw = gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
-    if not replace_bad_utf8:
-        return raw
-    # Names in traces are C++ symbols and Python frames; a stray invalid byte must not cost the file.
-    text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
-    return _Utf8Bytes(text)
+    with open_regular(path) as raw:
+        fh = gzip.GzipFile(fileobj=raw, mode="rb") if path.name.endswith(".gz") else raw
+        if replace_bad_utf8:
+            # Names in traces are C++ symbols and Python frames; a stray invalid byte must not cost the file.
+            fh = _Utf8Bytes(io.TextIOWrapper(fh, encoding="utf-8", errors="replace"))
+        yield fh
 
 
 class _Utf8Bytes(io.RawIOBase):
@@ -57,6 +61,11 @@ class _Utf8Bytes(io.RawIOBase):
             self._pending += chunk.encode("utf-8")
         out, self._pending = (self._pending, b"") if n < 0 else (self._pending[:n], self._pending[n:])
         return out
+
+    def readinto(self, b):  # what yajl2_c calls (a RawIOBase without it raises NotImplementedError)
+        out = self.read(len(b))
+        b[: len(out)] = out
+        return len(out)
 
     def close(self):
         self._text.close()
@@ -88,11 +97,9 @@ def _describe(e: BaseException) -> str:
         return "truncated gzip stream (the file was cut off while being written or copied)"
     if isinstance(e, gzip.BadGzipFile):
         return f"not a gzip file ({e})"
-    if isinstance(e, ijson.IncompleteJSONError):
+    if isinstance(e, ijson.JSONError):
         msg = " ".join(str(e).split())[:160]
         return f"not valid JSON ({msg})" if msg else "not valid JSON (the file ends early)"
-    if isinstance(e, IsADirectoryError):
-        return "is a directory, not a trace file"
     if isinstance(e, OSError):
         return e.strerror or str(e)
     return f"{type(e).__name__}: {e}"
@@ -135,7 +142,9 @@ def read_trace(path: Path, on_header: Callable[[Dict], None], on_event: Callable
             return
         except TraceError as e:
             raise TraceError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
-        except (UnicodeDecodeError, ijson.IncompleteJSONError) as e:
+        except NotARegularFile as e:
+            raise TraceError(f"{path}: {e}") from None
+        except (UnicodeDecodeError, ijson.JSONError) as e:
             retry = _retry_with(e, replace_bad_utf8, backend)
             if retry is None:
                 raise TraceError(f"{path}: {_describe(e)}") from None
