@@ -103,7 +103,7 @@ def plan_profiling(
     raw = converter(script_args.for_profiling(values)) if converter else default_script_args_converter(values)
     if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
         raise TypeError(f"{owner}.script_args_converter_fn must return a list of str, got {raw!r}")
-    return plan_script_args(task, with_overrides(owner, task.args, raw, target))
+    return plan_script_args(task, with_overrides(owner, reencoded(owner, task.args, current, target, {}), raw, target))
 
 
 def plan_enable_ft(
