@@ -26,6 +26,13 @@ def default_script_args_converter(values: Mapping[str, Any], section: str = PROF
     return [f"{section}.{k}={override_value(v)}" for k, v in values.items()]
 
 
+def checked_converter_output(owner: str, raw: object) -> List[str]:
+    """``raw`` (what a ``script_args_converter_fn`` returned), if it is a list of str; else TypeError."""
+    if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+        raise TypeError(f"{owner}.script_args_converter_fn must return a list of str, got {raw!r}")
+    return raw
+
+
 def _parse_override(arg: str) -> Optional[Tuple[str, Any]]:
     key, sep, value = arg.partition("=")
     if not sep:
