@@ -212,8 +212,9 @@ def _check_ranks(ranks: Any, label: str) -> None:
 
 
 def _check_path(path: Any, label: str, is_file: bool) -> None:
-    """A path value the job can use: a str (or PathLike), not empty, no NUL, a ``~user`` that
-    exists, and for a file, a last component that is a file name."""
+    """A path value the job can use: a str (or PathLike), not empty, no NUL, and for a file, a last
+    component that is a file name. Whether a ``~user`` exists is a fact of the job's machine,
+    checked there (``bridge_plugins.runtime.paths``), never here on the driver."""
     if path is None and not is_file:
         return
     if not isinstance(path, (str, os.PathLike)):
@@ -225,13 +226,6 @@ def _check_path(path: Any, label: str, is_file: bool) -> None:
         raise ValueError(f"{label} is empty; give {example}")
     if "\0" in path:
         raise ValueError(f"{label}={path!r} contains a NUL character, which no file system accepts; remove it")
-    if path.startswith("~"):
-        user = path[1:].split("/", 1)[0]
-        if user and os.path.expanduser("~" + user) == "~" + user:
-            raise ValueError(
-                f"{label}={path!r} starts with '~{user}', but there is no user {user!r} to expand it to; "
-                f"give an absolute path or one under '~/'"
-            )
     if is_file:
         last = path.rstrip("/")[path.rstrip("/").rfind("/") + 1 :]
         if path.endswith(("/", os.sep)) or last in ("", ".", "..") or (last.startswith("~") and "/" not in path):

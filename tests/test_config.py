@@ -87,8 +87,6 @@ def test_validation_errors_name_field_value_and_fix(kwargs, exc, words):
 BAD_PATHS = [
     (dict(output_dir="/tmp/a\0b"), ["output_dir", "'/tmp/a\\x00b'", "NUL", "remove it"]),
     (dict(memory_snapshot_path="snap\0.pickle"), ["memory_snapshot_path", "NUL"]),
-    (dict(output_dir="~nosuchuser_bp/out"), ["output_dir", "'~nosuchuser_bp/out'", "no user 'nosuchuser_bp'", "'~/'"]),
-    (dict(memory_snapshot_path="~nosuchuser_bp/s.pickle"), ["memory_snapshot_path", "no user 'nosuchuser_bp'"]),
     (dict(memory_snapshot_path="~"), ["memory_snapshot_path='~'", "names a directory", "'~/memory_snapshot.pickle'"]),
     (dict(memory_snapshot_path="."), ["memory_snapshot_path='.'", "names a directory"]),
     (dict(memory_snapshot_path="out/.."), ["memory_snapshot_path='out/..'", "names a directory"]),
@@ -120,15 +118,37 @@ def test_validation_does_not_look_at_the_drivers_disk(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("x")
     monkeypatch.chdir(tmp_path)
     import os.path
+    import pwd
 
     touched = []
+
+    def getpwnam(name):  # as on a laptop that lacks the cluster's users
+        touched.append(("getpwnam", name))
+        raise KeyError(name)
+
     with monkeypatch.context() as m:
         for name in ("isdir", "isfile", "exists", "lexists"):
             real = getattr(os.path, name)
             m.setattr(os.path, name, lambda p, _real=real, _name=name: touched.append((_name, p)) or _real(p))
+        # ~user names a user on the cluster; the driver's user database decides nothing either.
+        m.setattr(pwd, "getpwnam", getpwnam)
         ProfilingConfig(output_dir=str(tmp_path / "out"), memory_snapshot_path="snaps")
         ProfilingConfig(output_dir=str(tmp_path / "file"), memory_snapshot_path=str(tmp_path))
+        cfg = ProfilingConfig(output_dir="~clusteruser_bp/runs", memory_snapshot_path="~clusteruser_bp/s.pickle")
     assert touched == []
+    assert cfg.output_dir == "~clusteruser_bp/runs"
+
+
+def test_a_user_the_job_machine_lacks_is_refused_where_the_job_resolves_it(tmp_path):
+    """``~nosuchuser`` passes construction (the driver cannot know the cluster's users) and is
+    refused, naming the field, at controller entry on the job's machine."""
+    from bridge_plugins.runtime.paths import resolve_output_dir, resolve_snapshot_path
+
+    cfg = ProfilingConfig(output_dir="~nosuchuser_bp/out", memory_snapshot_path="~nosuchuser_bp/s.pickle")
+    with pytest.raises(ValueError, match=r"output_dir='~nosuchuser_bp/out'.*no such user's home"):
+        resolve_output_dir(cfg)
+    with pytest.raises(ValueError, match=r"memory_snapshot_path='~nosuchuser_bp/s.pickle'.*no such user's home"):
+        resolve_snapshot_path(cfg, tmp_path)
 
 
 class _CountingRank(int):

@@ -335,6 +335,17 @@ def test_ft_bad_converter_or_flag_changes_nothing(executor):
         FaultTolerancePlugin(calc_ft_timeouts="no")
 
 
+def no_ft_args(args):
+    return []  # the job reads FT from elsewhere (its own config file)
+
+
+def test_ft_converter_returning_no_args_adds_none(executor):
+    task = script_task()
+    before = list(task.args)
+    FaultTolerancePlugin(script_args_converter_fn=no_ft_args).setup(task, executor)
+    assert task.args == before
+
+
 def test_ft_false_values_are_written_and_setup_twice_adds_nothing(executor):
     task = script_task()
     plugin = FaultTolerancePlugin(enable_ft_package=False, calc_ft_timeouts=False)

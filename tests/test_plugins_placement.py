@@ -361,3 +361,12 @@ def test_slurm_nsys_does_not_look_for_nsys_on_the_submitting_host(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ProfilingPluginWarning)
         dryrun(tiny_gpt_recipe(), slurm(), [user_nsys_plugin()])
+
+
+@pytest.mark.parametrize("launcher", [None, "torchrun"])
+def test_earlier_nsys_options_are_requoted_when_gpu_metrics_wrap_the_command(launcher, tmp_path):
+    first = user_nsys_plugin(nsys_extra_args=["--env-var=A=x y 'q' $z"])
+    second = user_nsys_plugin(nsys_gpu_metrics=True)
+    exp = dryrun(tiny_gpt_recipe(), slurm(launcher=launcher), [first, second])
+    recorded = run_sbatch_command(sbatch(exp.jobs[0]), tmp_path)
+    assert "--env-var=A=x y 'q' $z" in recorded["nsys"] and "--gpu-metrics-devices=0" in recorded["nsys"]

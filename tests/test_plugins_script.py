@@ -210,3 +210,24 @@ def test_interpolation_escape_round_trips_every_short_string():
             conf = OmegaConf.create({"v": ""})
             conf.merge_with_dotlist([f"v={override_value(text)}"])
             assert OmegaConf.to_container(conf, resolve=True)["v"] == text, text
+
+
+def test_earlier_plugins_and_users_args_are_requoted_when_gpu_metrics_wrap_the_command(tmp_path):
+    """NsysPlugin(nsys_gpu_metrics=True) adds NeMo Run's bash -c '...' level on Slurm+torchrun: args
+    written before it (an earlier plugin's, the user's own) must be re-quoted for that level."""
+    snapshot = PyTorchProfilerPlugin(memory_snapshot_path="/a b/s.pickle")
+    nsys = user_nsys_plugin(nsys_gpu_metrics=True)
+    task = tiny_gpt_script("train.train_iters=8", "user.arg=a b $x")
+    with pytest.warns(ProfilingPluginWarning, match="use_pytorch_profiler=True; switched off"):
+        exp = dryrun(task, slurm(launcher="torchrun"), [snapshot, nsys])
+    recorded = run_sbatch_command(sbatch(exp.jobs[0]), tmp_path)
+    tail = script_tail(recorded["torchrun"])
+    assert tail[:2] == ["train.train_iters=8", "user.arg=a b $x"]
+    cfg = parse_overrides(tail[:1] + tail[2:])
+    assert cfg.profiling.memory_snapshot_path == "/a b/s.pickle" and cfg.train.train_iters == 8
+
+
+def test_an_existing_arg_the_gpu_metrics_wrapper_cannot_carry_is_refused():
+    task = tiny_gpt_script("user.arg=it's")
+    with pytest.raises(ValueError, match=r"user\.arg=it's"):
+        dryrun(task, slurm(launcher="torchrun"), [user_nsys_plugin(nsys_gpu_metrics=True)])

@@ -108,6 +108,4 @@ class FaultTolerancePlugin(run.Plugin):
         if self.script_args_converter_fn is None:
             return tasks.default_script_args_converter(self.ft_values(), section=tasks.FT)
         raw = self.script_args_converter_fn(FaultTolerancePluginScriptArgs.from_values(self.ft_values()))
-        if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
-            raise TypeError(f"{type(self).__name__}.script_args_converter_fn must return a list of str, got {raw!r}")
-        return raw
+        return tasks.checked_converter_output(type(self).__name__, raw)

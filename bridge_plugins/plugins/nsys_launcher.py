@@ -136,6 +136,26 @@ def merge_nsys_args(base: Sequence[str], user: Sequence[str], chain: QuotingChai
     return out
 
 
+def requoted(owner: str, tokens: Sequence[str], old: QuotingChain, new: QuotingChain) -> List[str]:
+    """Options already on the launcher (an earlier NsysPlugin's, the user's), re-quoted for ``new``.
+
+    GPU metrics add a ``bash -c '...'`` level on Slurm: a token quoted for the old chain would
+    close that wrapper early. ValueError naming a token that the old chain cannot decode.
+    """
+    if old == new:
+        return list(tokens)
+    out = []
+    for token in tokens:
+        raw = old.decode_or_none(token)
+        if raw is None:
+            raise ValueError(
+                f"{owner}: the launcher's nsys option {token!r} cannot be re-quoted for nsys GPU metrics' "
+                f"bash -c wrapper; pass it through NsysPlugin(nsys_extra_args=[...]) unquoted instead"
+            )
+        out.append(new.encode(raw))
+    return out
+
+
 def plan_nsys(
     owner: str,
     executor: run.Executor,
@@ -189,7 +209,9 @@ def plan_nsys(
     # The quoting depends on the new launcher (GPU metrics add a bash -c level on Slurm).
     chain = QuotingChain.for_executor(executor, new, script_arg=False, owner=owner)
     new.nsys_trace = [chain.encode(t) for t in trace]
-    new.nsys_extra_args = merge_nsys_args(launcher.nsys_extra_args, [chain.encode(a) for a in extra_args], chain)
+    old_chain = QuotingChain.for_executor(executor, launcher, script_arg=False, owner=owner)
+    existing = requoted(owner, launcher.nsys_extra_args, old_chain, chain)
+    new.nsys_extra_args = merge_nsys_args(existing, [chain.encode(a) for a in extra_args], chain)
 
     def edit() -> None:
         executor.launcher = new

@@ -17,13 +17,20 @@ import yaml
 
 from bridge_plugins.override_values import override_value
 from bridge_plugins.plugins.edits import Edit
-from bridge_plugins.plugins.partial_config import FT, PROFILING
+from bridge_plugins.plugins.partial_config import PROFILING
 from bridge_plugins.plugins.quoting import QuotingChain
 
 
 def default_script_args_converter(values: Mapping[str, Any], section: str = PROFILING) -> List[str]:
     """``{'profile_ranks': [0, 1]}`` -> ``['profiling.profile_ranks=[0,1]']``."""
     return [f"{section}.{k}={override_value(v)}" for k, v in values.items()]
+
+
+def checked_converter_output(owner: str, raw: object) -> List[str]:
+    """``raw`` (what a ``script_args_converter_fn`` returned), if it is a list of str; else TypeError."""
+    if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+        raise TypeError(f"{owner}.script_args_converter_fn must return a list of str, got {raw!r}")
+    return raw
 
 
 def _parse_override(arg: str) -> Optional[Tuple[str, Any]]:
@@ -72,21 +79,27 @@ def with_overrides(owner: str, args: Sequence[str], raw_args: Sequence[str], cha
 def reencoded(
     owner: str, args: Sequence[str], old: QuotingChain, new: QuotingChain, replace: Mapping[str, Any]
 ) -> List[str]:
-    """``args`` with the plugin-written overrides re-encoded for a new chain.
+    """``args`` re-encoded for a new chain, with ``replace`` overriding the values of keys present.
 
-    A launcher change (FaultTolerancePlugin after a profiler plugin) changes how NeMo Run quotes
-    Script args. Only args that decode as ``profiling.*=`` / ``ft.*=`` are touched; ``replace``
-    overrides the values of keys that are present (e.g. nsys off).
+    A launcher change (nsys GPU metrics' ``bash -c`` level, FaultTolerancePlugin's launcher) changes
+    how NeMo Run quotes Script args, for every arg the task has: the user's own and earlier
+    plugins'. Each is decoded with the old chain and encoded with the new one; one that either
+    chain cannot carry is refused by name rather than cut apart by the shell.
     """
     out = []
     for arg in args:
         raw = old.decode_or_none(arg)
         parsed = _parse_override(raw) if raw is not None else None
-        if not parsed or parsed[0].split(".", 1)[0] not in (PROFILING, FT):
+        if parsed and parsed[0] in replace:
+            raw = f"{parsed[0]}={override_value(replace[parsed[0]])}"
+        elif old == new:
             out.append(arg)
             continue
-        if parsed[0] in replace:
-            raw = f"{parsed[0]}={override_value(replace[parsed[0]])}"
+        if raw is None:
+            raise ValueError(
+                f"{owner}: the task's arg {arg!r} cannot be re-quoted for the new launcher (it is not "
+                f"what NeMo Run's quoting on this executor produces); remove or simplify it"
+            )
         out += _encode_all(owner, [raw], new)
     return out
 

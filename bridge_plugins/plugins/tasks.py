@@ -27,6 +27,7 @@ from bridge_plugins.plugins.partial_config import (
 )
 from bridge_plugins.plugins.quoting import QuotingChain
 from bridge_plugins.plugins.script_overrides import (
+    checked_converter_output,
     default_script_args_converter,
     plan_script_args,
     reencoded,
@@ -36,8 +37,6 @@ from bridge_plugins.plugins.script_overrides import (
 
 SUPPORTED_TASKS = (run.Partial, run.Script)
 PROFILING_FIELDS = frozenset(f.name for f in dataclasses.fields(ProfilingConfig))
-FT_DEFAULT_VALUES = {"enable_ft_package": True}
-"""What FaultTolerancePlugin writes into the ``ft`` section."""
 
 
 def check_task(owner: str, task: object) -> None:
@@ -100,10 +99,11 @@ def plan_profiling(
 
         container = find_config_container(owner, task)
         return plan_section(owner, container, PROFILING, values, fallback=ProfilingConfig, validate=validate)[0]
-    raw = converter(script_args.for_profiling(values)) if converter else default_script_args_converter(values)
-    if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
-        raise TypeError(f"{owner}.script_args_converter_fn must return a list of str, got {raw!r}")
-    return plan_script_args(task, with_overrides(owner, task.args, raw, target))
+    if converter:
+        raw = checked_converter_output(owner, converter(script_args.for_profiling(values)))
+    else:
+        raw = default_script_args_converter(values)
+    return plan_script_args(task, with_overrides(owner, reencoded(owner, task.args, current, target, {}), raw, target))
 
 
 def plan_enable_ft(
@@ -111,11 +111,11 @@ def plan_enable_ft(
     task: run.Partial | run.Script,
     current: QuotingChain,
     target: QuotingChain,
-    ft_values: Mapping[str, Any] = FT_DEFAULT_VALUES,
-    ft_args: Sequence[str] = (),
+    ft_values: Mapping[str, Any],
+    ft_args: Sequence[str],
 ) -> Tuple[List[Edit], bool]:
-    """Write the ``ft`` section (``ft_values``; for a Script ``ft_args``, default: ``ft_values`` as
-    overrides) and switch ``profiling.use_nsys_profiler`` off.
+    """Write the ``ft`` section (``ft_values`` into a Partial's config; ``ft_args``, as given, into a
+    Script) and switch ``profiling.use_nsys_profiler`` off.
 
     For a Script, the plugin-written args are first re-encoded for the new launcher. Returns the
     edits and whether the task had nsys profiling on.
@@ -125,7 +125,7 @@ def plan_enable_ft(
         nsys_key = f"{PROFILING}.{conflicts.NSYS}"
         had_nsys = script_overrides(task, current).get(nsys_key) is True
         args = reencoded(owner, task.args, current, target, {nsys_key: nsys_off[conflicts.NSYS]})
-        args = with_overrides(owner, args, list(ft_args) or default_script_args_converter(ft_values, FT), target)
+        args = with_overrides(owner, args, list(ft_args), target)
         return [plan_script_args(task, args)], had_nsys
     container = find_config_container(owner, task)
     edits: List[Edit] = []
