@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
 from tests.reliability import Job, complete_trace_steps
-from tests.support import VENV_BIN, free_port
+from tests.support import ROOT, VENV_BIN, clean_env, free_port
 
 
 def assert_complete_trace_and_nothing_else(job, steps):
@@ -107,3 +109,43 @@ def test_scancel_under_torchrun_keeps_the_trace(tmp_path):
         ]
 
     second_sigterm_case(tmp_path, launcher=torchrun)
+
+
+CLOSE_JOB = """
+import os, signal, sys, threading, time, logging
+import torch
+from bridge_plugins import ProfilingConfig, ProfilingController
+logging.basicConfig(level=logging.INFO, stream=sys.stdout)
+ctl = None
+
+def sigterm_while_the_window_closes():
+    while ctl is None or ctl._state != "closing":
+        time.sleep(0.0002)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+threading.Thread(target=sigterm_while_the_window_closes, daemon=True).start()
+x = torch.ones(4)
+cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=1, profile_step_end=11, output_dir=sys.argv[1])
+with ProfilingController(cfg, rank=0) as c:
+    ctl = c
+    for step in range(200):
+        with ctl.step(step):
+            for _ in range(8000 if 1 <= step < 11 else 10):
+                x = x + 1
+        time.sleep(0.01)
+print("NOT REACHED", flush=True)
+"""
+
+
+def test_sigterm_held_while_the_window_closes_still_waits_for_the_background_export(tmp_path):
+    """A SIGTERM held during the close (which only starts the background export) used to be
+    delivered as the close ended, killing the export thread: no trace. Watching the private
+    ``_state`` is the only way to land the signal inside the close deterministically."""
+    proc = subprocess.run(
+        [sys.executable, "-c", CLOSE_JOB, str(tmp_path)], cwd=ROOT, env=clean_env(), capture_output=True, text=True
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == -signal.SIGTERM and "NOT REACHED" not in out, out[-3000:]
+    assert HELD in out, out[-3000:]
+    [trace] = [p for p in (tmp_path / "torch_profile").iterdir()]
+    assert complete_trace_steps(trace) == set(range(1, 11))

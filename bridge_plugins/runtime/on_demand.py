@@ -18,10 +18,8 @@ With ``ProfilingConfig.on_demand`` the controller starts :class:`OnDemandWindows
 - **Each accepted window is run by a ProfilingController of its own** (PyTorch profiler, optional
   memory history, ``trigger=<id>`` in its file names): opening, closing, early closes, background
   export and failure isolation are the controller's, said once. Finished windows are exited (their
-  exports joined) when the job's controller exits, or at SIGTERM.
-- **Signals**: one ``signals.SignalGuard`` for this object and every window it runs (each window's
-  close is held by it): SIGTERM writes what the windows captured, and no second SIGTERM or Ctrl-C
-  cuts a close or a join of an export short (they are held until it is done).
+  exports joined) when the job's controller exits, or at SIGTERM: one ``signals.SignalGuard`` holds
+  signals in every window's close and join, so no second SIGTERM or Ctrl-C cuts a write short.
 - **Progress** (rank 0's progress.json, for the trigger's planning) is written by the poller from
   the training thread's samples (``on_demand_progress``).
 """
