@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
+from bridge_plugins.on_demand import POLL_ENV
 from tests.support import ROOT, clean_env, trace_steps
 
 JOB = ROOT / "tests" / "helpers" / "reliability_job.py"
@@ -32,6 +33,7 @@ class Job:
         sleep_after: float = 0.0,
         cmd_prefix: Optional[List[str]] = None,
         preexec_fn=None,
+        on_demand: bool = False,
         **config,
     ):
         self.out = tmp_path / "out"
@@ -40,6 +42,8 @@ class Job:
         args = [str(JOB), str(self.out), str(start), str(end), str(steps), str(ops), str(sleep_after)]
         cmd = (cmd_prefix or [sys.executable]) + args
         env = clean_env(TMPDIR=str(self.tmpdir), BRIDGE_TEST_CONFIG=json.dumps(config))
+        if on_demand:  # the window is requested on demand (polled every 0.05 s), not configured
+            env.update(BRIDGE_TEST_ON_DEMAND="1", **{POLL_ENV: "0.05"})
         self.proc = subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn
         )

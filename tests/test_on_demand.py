@@ -377,7 +377,7 @@ print("NOT REACHED", flush=True)
     assert proc.returncode == -15, output
     [(rank, first, last, path)] = on_demand_traces(tmp_path)[1]
     assert (first, last) == (30, 33) and trace_steps(path) == {30, 31, 32, 33}
-    assert "closed early (_SigtermReceived raised after step 33): captured steps 30-33" in output
+    assert "closed early (SIGTERM received during step 33): captured steps 30-33" in output
 
 
 def test_poller_failures_never_stop_training(tmp_path, fast_poll, caplog):

@@ -61,13 +61,17 @@ class ProfilingController:
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
         handle_sigterm: bool = True,
+        signals: Optional[SignalGuard] = None,
         trigger: Optional[int] = None,
     ):
         if config is not None:
             config.validate()  # fiddle and OmegaConf may have built it without __post_init__
         self.config = config
         self._rank_override, self._world_override = rank, world_size
-        self.handle_sigterm = handle_sigterm
+        # ``signals``: an owner's guard (the on-demand windows'), which holds this window's close too;
+        # its owner installs it, so this controller neither installs nor uninstalls it
+        self.handle_sigterm = handle_sigterm and signals is None
+        self._given_signals = signals
         self.trigger = trigger  # the on-demand request this controller's window answers (in its file names)
         self._on_demand: Any = None  # runtime.on_demand.OnDemandWindows when config.on_demand
         self.rank: Optional[int] = None
@@ -81,7 +85,7 @@ class ProfilingController:
         self._first: Optional[int] = None
         self._last_seen: Optional[int] = None
         self._scope = StepScope(self)
-        self._signals = SignalGuard(self._on_sigterm, "profiling")
+        self._signals = signals or SignalGuard(self._on_sigterm, "profiling")
 
     @classmethod
     def from_config(cls, cfg: Any, **kwargs: Any) -> "ProfilingController":
@@ -135,7 +139,7 @@ class ProfilingController:
         if not self.selected or not cfg.has_window:
             self.selected = False
             return self  # an unselected rank (or on_demand alone) does no profiling work now
-        self._signals = SignalGuard(self._on_sigterm, f"rank {self.rank}")
+        self._signals = self._given_signals or SignalGuard(self._on_sigterm, f"rank {self.rank}")
         self._backends = build_backends(
             BackendContext(cfg, self.rank, world, self.output_dir, self._writer, self.trigger)
         )
@@ -163,7 +167,8 @@ class ProfilingController:
                     warn_never_reached(self.rank, self.config, why)
                 self._finish()  # joins background exports: nothing is lost when the job ends
         finally:
-            self._signals.uninstall()
+            if self.handle_sigterm:
+                self._signals.uninstall()
             if self._on_demand is not None:
                 self.__dict__.pop("step", None)
                 self._on_demand.close(exc_type)

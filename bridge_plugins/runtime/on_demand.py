@@ -18,7 +18,8 @@ With ``ProfilingConfig.on_demand`` the controller starts :class:`OnDemandWindows
 - **Each accepted window is run by a ProfilingController of its own** (PyTorch profiler, optional
   memory history, ``trigger=<id>`` in its file names): opening, closing, early closes, background
   export and failure isolation are the controller's, said once. Finished windows are exited (their
-  exports joined) when the job's controller exits, or at SIGTERM (``on_demand_sigterm``).
+  exports joined) when the job's controller exits, or at SIGTERM: one ``signals.SignalGuard`` holds
+  signals in every window's close and join, so no second SIGTERM or Ctrl-C cuts a write short.
 - **Progress** (rank 0's progress.json, for the trigger's planning) is written by the poller from
   the training thread's samples (``on_demand_progress``).
 """
@@ -30,7 +31,7 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from bridge_plugins.on_demand import (
     ProtocolError,
@@ -42,7 +43,7 @@ from bridge_plugins.on_demand import (
 )
 from bridge_plugins.runtime.controller import ProfilingController
 from bridge_plugins.runtime.on_demand_progress import publish_progress
-from bridge_plugins.runtime.on_demand_sigterm import OnDemandSigterm
+from bridge_plugins.runtime.signals import SignalGuard
 from bridge_plugins.runtime.steps import NOOP as _NOOP
 
 log = logging.getLogger("bridge_plugins")
@@ -66,7 +67,7 @@ class OnDemandWindows:
         self._finished: List[ProfilingController] = []
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self._sigterm = OnDemandSigterm(self.close, lambda: any(w._state == "closing" for w in self._windows))
+        self._signals = SignalGuard(self._on_sigterm, f"rank {self.rank} on-demand")
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "OnDemandWindows":
@@ -79,7 +80,7 @@ class OnDemandWindows:
         if seen and self.rank == 0:
             log.info("on-demand: %d request file(s) from before this job started are ignored", len(seen))
         if self.ctl.handle_sigterm:
-            self._sigterm.install()
+            self._signals.install()
         self._thread = threading.Thread(target=self._poll, args=(seen,), name="bridge_plugins-on-demand", daemon=True)
         self._thread.start()
         if self.rank == 0:
@@ -93,22 +94,30 @@ class OnDemandWindows:
 
     def close(self, exc_type=None) -> None:
         """Stop polling, close an open window (writing what it captured), join every export."""
-        if self._sigterm.pending is not None:
-            self._sigterm.finish()  # closes with _SigtermReceived, then delivers the SIGTERM
-            return
+        try:
+            with self._signals.hold():  # a SIGTERM or Ctrl-C meanwhile is delivered once all is written
+                self._shut_down(lambda w: w.__exit__(exc_type, None, None))
+        finally:
+            self._signals.uninstall()
+
+    def _on_sigterm(self) -> None:
+        """SIGTERM (signals are held): every window writes what it captured, as the job's controller
+        does; the guard then delivers the signal."""
+        self._shut_down(ProfilingController._on_sigterm)
+
+    def _shut_down(self, close_window: Callable[[ProfilingController], None]) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=max(5.0, 2 * self.interval))
         windows, self._windows = self._windows, []
         self._finished += windows
-        for w in self._finished:  # a finished window's exit joins its background export
-            w.__exit__(exc_type, None, None)
+        for w in self._finished:  # closing a finished window joins its background export
+            close_window(w)
         if self.rank == 0:
             try:
                 self._publish("finished")
             except OSError as e:
                 log.error("rank 0: writing the final on-demand progress failed (%s)", e)
-        self._sigterm.restore()
 
     @property
     def artifacts(self) -> list:
@@ -128,8 +137,6 @@ class OnDemandWindows:
         return self._step_slow(step)
 
     def _step_slow(self, step: int):
-        if self._sigterm.pending is not None:
-            self._sigterm.finish()
         with self._lock:
             if self._want_sample:
                 self._samples.append((step, time.time()))
@@ -212,7 +219,7 @@ class OnDemandWindows:
             output_dir=str(self.output_dir),
         )
         window = ProfilingController(
-            window_cfg, rank=self.rank, world_size=self.world_size, handle_sigterm=False, trigger=req.id
+            window_cfg, rank=self.rank, world_size=self.world_size, signals=self._signals, trigger=req.id
         )
         window.__enter__()
         self._windows.append(window)

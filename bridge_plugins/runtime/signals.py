@@ -8,8 +8,8 @@ the export thread as finished, so the interpreter exits under it.
 
 So: while a profile is being written (a ``hold()``: closing the window, waiting for a background
 export), SIGTERM and SIGINT are recorded, logged once, and delivered when the hold ends, after
-the write. A SIGTERM outside a hold runs ``on_sigterm`` (which writes what was captured, inside a
-hold) and is then delivered. Delivery puts back the handler that was there before and calls it,
+the write. Before a SIGTERM is delivered, held or not, ``on_sigterm`` runs once (inside a hold):
+it writes what was captured and joins what a close only started (a background export). Delivery puts back the handler that was there before and calls it,
 or re-raises the signal so the default action ends the process as it would have. Only SIGKILL
 (or a signal to a process that is not the main thread's) is beyond reach.
 """
@@ -42,6 +42,7 @@ class SignalGuard:
         self._saved_int: Any = None
         self._pending: List[Tuple[int, Any]] = []
         self._logged: set = set()
+        self._wrote = False  # on_sigterm ran for the SIGTERM about to be delivered
 
     def install(self) -> None:
         """Take SIGTERM (main thread only; elsewhere Python cannot, and nothing changes)."""
@@ -52,7 +53,7 @@ class SignalGuard:
         except (ValueError, OSError):
             return
         self._prev_term = signal.SIG_DFL if prev is None else prev  # None: set from C; treat as default
-        self._installed = True
+        self._installed, self._wrote = True, False
 
     def uninstall(self) -> None:
         """Give SIGTERM back, unless someone took it over since (their handler stays)."""
@@ -104,10 +105,14 @@ class SignalGuard:
                 )
             return
         self._pending.append((signum, frame))
-        with self.hold():  # delivered when the hold ends
-            self._on_sigterm()
+        self._deliver()
 
     def _deliver(self) -> None:
+        if not self._wrote and any(s == signal.SIGTERM for s, _ in self._pending):
+            self._wrote = True
+            with self.hold():  # its end delivers what is pending
+                self._on_sigterm()
+            return
         pending, self._pending = self._pending, []
         for signum, frame in pending:
             if signum == signal.SIGTERM:
