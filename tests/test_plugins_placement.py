@@ -17,7 +17,7 @@ import pytest
 from nemo_run.core.execution.launcher import Launcher
 
 from bridge_plugins import PyTorchProfilerPlugin
-from bridge_plugins.plugins import ProfilingPluginWarning
+from bridge_plugins.plugins import NsysNotFoundError, ProfilingPluginWarning
 from bridge_plugins.plugins.executor_traits import TRAITS, ExecutorTraits
 from recipes.overrides import parse_overrides
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
@@ -339,13 +339,71 @@ NO_NSYS = "there is no 'nsys' binary on the job's PATH"
 
 def test_local_nsys_without_an_nsys_binary_says_so_in_one_line(tmp_path, monkeypatch):
     """setup cannot tell exp.dryrun() from exp.run(): it warns (one line) instead of refusing, so a
-    dryrun still works; the launch would otherwise fail with only torchx's FileNotFoundError."""
+    dryrun still works; exp.run() refuses (the tests below)."""
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     with pytest.warns(ProfilingPluginWarning, match=NO_NSYS) as record:
         exp = dryrun(tiny_gpt_recipe(), run.LocalExecutor(), [user_nsys_plugin()])
     (message,) = [str(w.message) for w in record if NO_NSYS in str(w.message)]
     assert "\n" not in message and message.startswith("NsysPlugin: ") and "LocalExecutor" in message
     assert local_argv(exp.jobs[0])[0] == "nsys"
+
+
+def marker_script(tmp_path):
+    """A job that leaves a file behind if it ever starts (it ignores the profiling arguments)."""
+    job = tmp_path / "job.py"
+    job.write_text(f"open({str(tmp_path / 'started')!r}, 'w').close()\n")
+    return run.Script(path=str(job), entrypoint="python"), tmp_path / "started"
+
+
+def test_local_nsys_run_without_an_nsys_binary_is_refused_before_launch(tmp_path, monkeypatch):
+    """exp.run() fails with our one-line error, before anything launches (it used to end in
+    torchx's Popen FileNotFoundError traceback); the dryrun above still works."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    task, started = marker_script(tmp_path)
+    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS):
+        with run.Experiment("plugtest", log_level="WARN") as exp:
+            exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
+            with pytest.raises(NsysNotFoundError) as raised:
+                exp.run(sequential=True)
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("NsysPlugin: ") and NO_NSYS in message
+    assert "LocalExecutor" in message and "exp.dryrun()" in message
+    assert isinstance(raised.value, FileNotFoundError), "code that caught the old error still catches it"
+    assert not exp.jobs[0].launched and not started.exists()
+
+
+def test_run_run_without_an_nsys_binary_is_refused_before_launch(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    task, started = marker_script(tmp_path)
+    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS), pytest.raises(NsysNotFoundError, match=NO_NSYS):
+        run.run(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
+    assert not started.exists()
+
+
+def test_local_nsys_installed_after_setup_runs(tmp_path, monkeypatch):
+    """The check is made again at exp.run(): nsys put on the executor's PATH after exp.add() is found."""
+    bindir, nsys_log = stand_in_nsys(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_NSYS_LOG", str(nsys_log))
+    task, started = marker_script(tmp_path)
+    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS):
+        with run.Experiment("plugtest", log_level="WARN") as exp:
+            exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
+            exp.jobs[0].executor.env_vars["PATH"] = f"{bindir}:{os.path.dirname(sys.executable)}:/usr/bin:/bin"
+            exp.run(sequential=True)
+    assert exp.jobs[0].launched and started.exists()
+    assert list(nsys_log.iterdir()), "the job ran under the stand-in nsys"
+
+
+def test_direct_run_needs_no_nsys(tmp_path, monkeypatch):
+    """exp.run(direct=True) runs the task in this process, without the nsys wrapper: not refused."""
+    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    task, started = marker_script(tmp_path)
+    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS):
+        with run.Experiment("plugtest", log_level="WARN") as exp:
+            exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
+            exp.run(direct=True)
+    assert started.exists()
 
 
 def test_local_nsys_binary_found_on_the_executor_path(tmp_path, monkeypatch):

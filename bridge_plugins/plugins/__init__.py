@@ -8,11 +8,12 @@ shared mechanics are plain functions beside them:
   ``script_overrides`` (run.Script args);
 * ``executor_traits``: what differs per NeMo Run executor, one table keyed by executor type;
 * ``quoting``: ``QuotingChain``, how a string survives an executor's shell layers;
-* ``nsys_launcher``, ``ft_launcher``: the launcher changes; ``edits``: plan first, then apply;
+* ``nsys_launcher``, ``ft_launcher``: the launcher changes; ``nsys_binary``: no nsys where a
+  local job runs is refused at ``exp.run()``; ``edits``: plan first, then apply;
 * ``nemo_run_compat``: the few private NeMo Run attributes we must touch, and why.
 """
 
-from bridge_plugins.plugins.edits import ProfilingPluginWarning
+from bridge_plugins.plugins.edits import NsysNotFoundError, ProfilingPluginWarning
 from bridge_plugins.plugins.fault_tolerance import FaultTolerancePlugin
 from bridge_plugins.plugins.nsys import NsysPlugin
 from bridge_plugins.plugins.pytorch import PyTorchProfilerPlugin
@@ -23,5 +24,6 @@ __all__ = [
     "PyTorchProfilerPlugin",
     "FaultTolerancePlugin",
     "ProfilingPluginWarning",
+    "NsysNotFoundError",
     "default_script_args_converter",
 ]

@@ -17,6 +17,12 @@ class ProfilingPluginWarning(UserWarning):
     """A plugin changed or dropped something the user asked for, and says why."""
 
 
+class NsysNotFoundError(FileNotFoundError):
+    """``exp.run()`` of a job that runs on this machine under nsys, with no ``nsys`` binary on the
+    job's PATH: refused before anything launches. A FileNotFoundError, as NeMo Run's own launch
+    failure was, so code that caught that still catches this."""
+
+
 def warn(message: str) -> None:
     warnings.warn(message, ProfilingPluginWarning, stacklevel=3)
 

@@ -5,6 +5,10 @@ Keep every private access here, so a NeMo Run upgrade is checked in one file.
 
 from __future__ import annotations
 
+import functools
+import inspect
+from typing import Callable
+
 import nemo_run as run
 
 
@@ -32,3 +36,39 @@ def set_tunnel_job_dir(executor: run.Executor, experiment_id: str) -> None:
     plugin's ``setup`` directly). ``Experiment`` does this in its private preparation step via
     ``Tunnel._set_job_dir``; ``Executor.assign`` does not."""
     executor.tunnel._set_job_dir(experiment_id)
+
+
+_RUN_CHECKS = "_bridge_plugins_run_checks"
+
+
+def check_before_run(check: Callable[[], None]) -> bool:
+    """Call ``check`` first thing in the current Experiment's ``run()``, before anything is
+    prepared or launched; not in ``dryrun()``, nor in ``run(direct=True)`` (which runs the task in
+    this process without the executor's launcher).
+
+    A plugin's ``setup`` runs in ``exp.add``, before NeMo Run knows whether the experiment will be
+    dry run or run, and NeMo Run has no launch-time hook for plugins. The current Experiment is
+    the private contextvar ``_current_experiment`` (run/experiment.py ~70); ``run`` is wrapped on
+    that one instance, once. Returns False outside an Experiment (``setup`` called directly).
+    """
+    from nemo_run.run.experiment import _current_experiment
+
+    exp = _current_experiment.get(None)
+    if exp is None:
+        return False
+    checks = exp.__dict__.get(_RUN_CHECKS)
+    if checks is None:
+        checks = exp.__dict__[_RUN_CHECKS] = []
+        unchecked = exp.run
+        signature = inspect.signature(unchecked)
+
+        @functools.wraps(unchecked)
+        def run_after_checks(*args, **kwargs):
+            if not signature.bind(*args, **kwargs).arguments.get("direct", False):
+                for each in checks:
+                    each()
+            return unchecked(*args, **kwargs)
+
+        exp.run = run_after_checks
+    checks.append(check)
+    return True

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 import re
-import shutil
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -21,6 +19,7 @@ from nemo_run.core.execution.launcher import Launcher, Torchrun
 
 from bridge_plugins.plugins.edits import Edit, warn
 from bridge_plugins.plugins.executor_traits import CONTAINER_JOB_DIR, peek_launcher, traits_for
+from bridge_plugins.plugins.nsys_binary import plan_nsys_binary_check
 from bridge_plugins.plugins.quoting import QuotingChain
 
 GPU_METRICS_ENV = "GPU_METRICS_NODES"
@@ -183,17 +182,7 @@ def plan_nsys(
                 f"{owner}: {type(executor).__name__} with launcher {type(launcher).__name__} writes the "
                 f"nsys report under the host job dir, which the container does not see"
             )
-    if (
-        traits.runs_job_here
-        and shutil.which("nsys", path=executor.env_vars.get("PATH", os.environ.get("PATH"))) is None
-    ):
-        # setup cannot tell exp.dryrun() from exp.run(), and a dryrun needs no nsys: warn, in one
-        # line, before NeMo Run's launch fails with a FileNotFoundError traceback.
-        warn(
-            f"{owner}: there is no 'nsys' binary on the job's PATH, and {type(executor).__name__} runs the job on "
-            f"this machine, so launching it will fail; install Nsight Systems (or put nsys on PATH), or use "
-            f"exp.dryrun() to see the command without running it"
-        )
+    require_nsys = plan_nsys_binary_check(owner, executor, traits)
     if gpu_metrics and not traits.nsys_gpu_metrics:
         warn(
             f"{owner}: nsys_gpu_metrics is only supported on SlurmExecutor by NeMo Run; "
@@ -215,6 +204,8 @@ def plan_nsys(
 
     def edit() -> None:
         executor.launcher = new
+        if require_nsys is not None:
+            require_nsys()
         if new.nsys_gpu_metrics and traits.nsys_gpu_metrics and GPU_METRICS_ENV not in executor.env_vars:
             executor.get_launcher()  # Slurm's launcher setup fixes nproc_per_node for torchrun
             executor.env_vars[GPU_METRICS_ENV] = _gpu_metrics_nodes(executor, profile_ranks)
