@@ -7,6 +7,7 @@ import signal
 
 import pytest
 
+from bridge_plugins.runtime.backend import Backend
 from bridge_plugins.runtime.signals import SignalGuard
 
 
@@ -55,3 +56,47 @@ def test_sigterm_outside_a_hold_writes_first_then_is_delivered(handlers):
     signal.raise_signal(signal.SIGTERM)
     assert got == ["wrote what was captured", "theirs"]
     guard.uninstall()
+
+
+def test_sigterm_while_the_window_opens_leaves_no_profiler_running(handlers, tmp_path, monkeypatch, caplog):
+    """SIGTERM landing in the first window step's ``window_begin`` (torch.profiler's start takes
+    long enough to be hit) used to run the close before the PyTorch profiler had started; start
+    then went on, and with a graceful SIGTERM handler training continued under a profiler nobody
+    stopped (every op recorded, memory growing), and the close logged 'steps 3-None'. Now the
+    opening is held like a close: the SIGTERM is delivered after it, and the window it opened is
+    closed and written. The stand-in backend only raises the signal at that moment (registry order:
+    it opens before the real PyTorch profiler)."""
+    import torch
+
+    from bridge_plugins import ProfilingConfig, ProfilingController
+    from bridge_plugins.runtime import registry
+    from bridge_plugins.runtime.torch_profiler import profiler_already_running
+    from tests.support import trace_files, trace_steps
+
+    monkeypatch.setattr(
+        registry,
+        "BACKENDS",
+        (registry.Entry(lambda c: True, f"{__name__}:SigtermWhileOpening"),) + registry.BACKENDS,
+    )
+    got = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))  # graceful: training goes on
+    cfg = ProfilingConfig(output_dir=str(tmp_path), use_pytorch_profiler=True, profile_step_start=3, profile_step_end=6)
+    with ProfilingController(cfg, rank=0) as ctl:
+        for i in range(8):
+            with ctl.step(i):
+                torch.ones(4) @ torch.ones(4)
+                assert not (i > 3 and profiler_already_running()), f"a profiler still records step {i}"
+    assert got == [signal.SIGTERM], "delivered once, to the previous handler"
+    assert not profiler_already_running()
+    (trace,) = trace_files(tmp_path)[0]
+    assert trace.name == "rank0_steps3-3.pt.trace.json.gz" and trace_steps(trace) == {3}
+    assert "None" not in caplog.text
+
+
+class SigtermWhileOpening(Backend):
+    """Stand-in backend for the test above: SIGTERM arrives as the window opens."""
+
+    name = "sigterm while opening"
+
+    def window_begin(self, step: int) -> None:
+        signal.raise_signal(signal.SIGTERM)

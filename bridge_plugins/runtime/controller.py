@@ -21,7 +21,7 @@ Design:
   (a bad path, an unwritable directory, a full disk) is logged as an error and dropped; the
   training job never dies of profiling.
 - Signals (``signals.SignalGuard``): SIGTERM writes what was captured, then takes its course;
-  no SIGTERM or Ctrl-C interrupts a write (they are held until it is done).
+  no SIGTERM or Ctrl-C interrupts a write or the opening of a window (they are held until it is done).
 """
 
 from __future__ import annotations
@@ -207,8 +207,12 @@ class ProfilingController:
         first = self._state == "armed"
         if first:
             self._state, self._next = "active", -1
-            self._first = step
-            self._each(lambda b: b.window_begin(step), "window_begin")
+            self._first = self._last_seen = step
+            # held like a close: a SIGTERM handled mid-opening would close before a backend started
+            with self._signals.hold():
+                self._each(lambda b: b.window_begin(step), "window_begin")
+            if self._state != "active":  # the held SIGTERM closed the window it opened
+                return
         self._last_seen = step
         self._each(lambda b: b.step_begin(step, first), "step_begin")
 
