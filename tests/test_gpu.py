@@ -94,6 +94,42 @@ def test_memory_snapshot_contents_and_recording_stops(tmp_path):
     assert after == before
 
 
+def test_overlapping_memory_windows_share_the_recorder(tmp_path):
+    """A configured window (steps 1-2) and a second one (steps 4-5, as an on-demand window is)
+    both record; allocations after the first one's end are in the second one's snapshot, and
+    recording stops after the last (tests/test_memory_recorder_shared.py, on CPU with a stand-in)."""
+
+    def snapshot_cfg(start, end, name):
+        return ProfilingConfig(
+            record_memory_history=True,
+            profile_step_start=start,
+            profile_step_end=end,
+            output_dir=str(tmp_path),
+            memory_snapshot_path=name,
+        )
+
+    first = ProfilingController(snapshot_cfg(1, 3, "first.pickle"), rank=0)
+    second = ProfilingController(snapshot_cfg(4, 6, "second.pickle"), rank=0, handle_sigterm=False)
+    with second:
+        train(first, range(3))
+        marker = torch.empty(12345 * 512, dtype=torch.uint8, device="cuda")  # after the first window's end
+        for i in range(3, 7):
+            with second.step(i):
+                pass
+    del marker
+
+    def sizes(name):
+        snap = pickle.loads((tmp_path / name).read_bytes())
+        return {e["size"] for trace in snap["device_traces"] for e in trace if e["action"] == "alloc"}
+
+    assert 12345 * 512 not in sizes("first_0.pickle")
+    assert 12345 * 512 in sizes("second_0.pickle"), "recording went on for the second window"
+    before = sum(len(t) for t in torch.cuda.memory._snapshot()["device_traces"])
+    x = torch.empty(1 << 20, device="cuda")
+    assert sum(len(t) for t in torch.cuda.memory._snapshot()["device_traces"]) == before, "stopped after the last"
+    del x
+
+
 def test_out_of_memory_dumps_an_oom_snapshot(tmp_path):
     cfg = ProfilingConfig(
         record_memory_history=True, profile_step_start=50, profile_step_end=60, output_dir=str(tmp_path)

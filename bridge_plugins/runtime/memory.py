@@ -4,8 +4,9 @@ Recording starts when the controller is entered (before the model exists, so par
 optimizer allocations are in the history), keeps Python stacks only (C++ stacks make a dump take
 minutes), and is capped at ``memory_history_max_entries`` events. The snapshot is pickled with
 protocol 4, which PyTorch's memory_viz page reads, as ``<stem>_<rank><suffix>``; then recording
-stops, so the rest of training pays nothing. An out-of-memory error at any time while recording
-dumps ``<stem>_oom_rank<rank><suffix>``.
+stops, so the rest of training pays nothing (unless another window of this process still records:
+they share torch's one recorder, see memory_recorder). An out-of-memory error at any time while
+recording dumps ``<stem>_oom_rank<rank><suffix>``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pickle
 import torch
 
 from bridge_plugins.artifact_names import oom_snapshot_stem, snapshot_stem, split_suffix
+from bridge_plugins.runtime import memory_recorder
 from bridge_plugins.runtime.backend import Backend, BackendContext
 from bridge_plugins.runtime.paths import resolve_snapshot_path
 
@@ -44,13 +46,10 @@ class MemoryHistoryBackend(Backend):
                 self.rank,
             )
             return
-        torch.cuda.memory._record_memory_history(
-            enabled="all", context="all", stacks="python", max_entries=self.cfg.memory_history_max_entries
-        )
+        memory_recorder.RECORDER.start(self.cfg.memory_history_max_entries, self._on_oom)
         self.recording = True
-        torch._C._cuda_attach_out_of_memory_observer(self._on_oom)
 
-    def _on_oom(self, device, alloc, device_alloc, device_free) -> None:
+    def _on_oom(self) -> None:
         if not self.recording:
             return
         try:
@@ -77,7 +76,7 @@ class MemoryHistoryBackend(Backend):
             self._dump(snapshot_stem(self.stem, self.rank, trigger=self.ctx.trigger), "memory snapshot")
         finally:
             self.recording = False
-            torch.cuda.memory._record_memory_history(enabled=None)
+            memory_recorder.RECORDER.stop(self._on_oom)
 
     def on_exit(self) -> None:
         self.snapshot_and_stop()
@@ -85,4 +84,4 @@ class MemoryHistoryBackend(Backend):
     def abort(self) -> None:
         if self.recording:
             self.recording = False
-            torch.cuda.memory._record_memory_history(enabled=None)
+            memory_recorder.RECORDER.stop(self._on_oom)
