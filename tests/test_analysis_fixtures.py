@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import os
 import shutil
@@ -143,3 +144,35 @@ def test_analysis_imports_neither_torch_nor_nemo_run_nor_the_runtime():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_report_with_a_baseline_reads_each_file_once(monkeypatch):
+    """`bridge-plugins report NEW --baseline BASE` used to read NEW's traces twice (once for the
+    summary, again inside compare) and BASE's snapshots twice; a GPU job's traces are hundreds of
+    MB, so that doubled the wait. Counted with a spy that still calls the real reader."""
+    from bridge_plugins.analysis.report_html import build
+
+    # the modules (``bridge_plugins.analysis.summarize`` the attribute is the function)
+    summarize_mod = importlib.import_module("bridge_plugins.analysis.summarize")
+    memory_mod = importlib.import_module("bridge_plugins.analysis.memory")
+
+    reads = []
+    real_trace, real_snapshot = summarize_mod.read_trace, memory_mod.load_snapshot
+    monkeypatch.setattr(summarize_mod, "read_trace", lambda p, *a: reads.append(Path(p).name) or real_trace(p, *a))
+    monkeypatch.setattr(memory_mod, "load_snapshot", lambda p: reads.append(Path(p).name) or real_snapshot(p))
+    snapshots = Path(__file__).parent / "fixtures"
+    html, skipped = build(
+        [J128[0], snapshots / "memory_recipe_b8.pickle"],
+        baseline=[J128[1], snapshots / "memory_recipe_b4.pickle"],
+        top=3,
+    )
+    assert sorted(reads) == sorted(
+        ["job128_rank0.json.gz", "job128_rank1.json.gz", "memory_recipe_b8.pickle", "memory_recipe_b4.pickle"]
+    )
+    assert skipped == [] and "Compared with the baseline" in html
+
+
+def test_cutting_a_full_summary_to_top_n_is_summarizing_with_top_n():
+    from bridge_plugins.analysis.summarize import with_top
+
+    assert with_top(summarize(J128, top=None), 3) == summarize(J128, top=3)

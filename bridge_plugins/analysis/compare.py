@@ -78,7 +78,12 @@ def _deltas(base: Dict, new: Dict, key: str, value: str, bd: int, nd: int, top: 
 
 def compare(base_paths, new_paths, top: Optional[int] = 10) -> Dict:
     """The comparison dict (module docstring). Raises NothingToRead if either run has nothing readable."""
-    base, new = summarize(base_paths, top=None), summarize(new_paths, top=None)
+    return compare_runs(summarize(base_paths, top=None), summarize(new_paths, top=None), top)
+
+
+def compare_runs(base: Dict, new: Dict, top: Optional[int] = 10) -> Dict:
+    """The comparison dict of two summaries made with ``top=None`` (every op and kernel), for a
+    caller that has them already (the HTML report): each trace is read once."""
     per_step = all(t["steps"]["count"] for t in base["traces"] + new["traces"])
     fb, fn = _run_figures(base, per_step), _run_figures(new, per_step)
     bd, nd = fb.pop("_divisor"), fn.pop("_divisor")

@@ -125,17 +125,17 @@ def build(
 ) -> Tuple[str, List[dict]]:
     """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
     Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read."""
-    from bridge_plugins.analysis import summarize
-    from bridge_plugins.analysis.compare import compare
-    from bridge_plugins.analysis.job import find_inputs
-    from bridge_plugins.analysis.memory import summarize_snapshots
+    from bridge_plugins.analysis.compare import compare_runs
     from bridge_plugins.analysis.memory_compare import compare_summaries
+    from bridge_plugins.analysis.summarize import summarize, with_top
 
-    summary = summarize(paths, top=top)
+    everything = summarize(paths, top=None)  # every trace and snapshot is read once, also for the comparison
+    summary = with_top(everything, top)
     comparison = memory_comparison = None
     if baseline:
-        comparison = compare(baseline, paths, top=top)
-        base_mem = summarize_snapshots(find_inputs(baseline).snapshots)["files"]
+        base = summarize(baseline, top=None)
+        comparison = compare_runs(base, everything, top=top)
+        base_mem = (base.get("memory") or {}).get("files") or []
         new_mem = (summary.get("memory") or {}).get("files") or []
         if base_mem and new_mem:
             first = min(base_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))

@@ -133,3 +133,15 @@ def summarize(paths: Sequence[Union[str, Path]], top: Optional[int] = 10) -> Dic
         "memory": memory,
         "problems": found.problems,
     }
+
+
+def with_top(summary: Dict, top: Optional[int]) -> Dict:
+    """``summary`` (made with ``top=None``) as ``summarize(..., top=top)`` would have made it:
+    the op and kernel tables are sorted completely, so their first ``top`` rows are the same."""
+    if top is None:
+        return summary
+    traces = [
+        {**t, "top_cpu_ops": t["top_cpu_ops"][:top], "top_gpu_kernels": t["top_gpu_kernels"][:top]}
+        for t in summary["traces"]
+    ]
+    return {**summary, "traces": traces}
