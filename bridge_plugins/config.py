@@ -130,7 +130,8 @@ _INT_FIELDS = _fields_of_type(int)
 _PATH_FIELDS = ("output_dir", "memory_snapshot_path")
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """An int that is not a bool (``True`` is an int to Python, never a step or rank to us)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -172,7 +173,7 @@ def validate_fields(
     if exclusive_profilers_error(v, owner):
         raise ValueError(exclusive_profilers_error(v, owner))
     for name in _INT_FIELDS:
-        if not _is_int(v[name]):
+        if not is_int(v[name]):
             raise TypeError(f"{full(name)} must be an int, got {v[name]!r} ({type(v[name]).__name__})")
     for name in ("profile_step_start", "profile_step_end"):
         if v[name] < 0:
@@ -201,7 +202,7 @@ def _check_ranks(ranks: Any, label: str) -> None:
             f"e.g. [0] or [0, 1], or [] for every rank"
         )
     for r in ranks:
-        if not _is_int(r):
+        if not is_int(r):
             raise TypeError(f"{label}={_short(ranks)} holds {r!r} ({type(r).__name__}); ranks must be ints >= 0")
         if r < 0:
             raise ValueError(f"{label}={_short(ranks)} holds negative rank {r}; ranks are >= 0")

@@ -14,8 +14,8 @@ request before reaching it; a rank that reads it too late logs it as stale and i
 
 Reading is defensive because anyone who can write the directory can put anything there: a request
 that is a symlink, not a regular file, too large (``on_demand_files``), not JSON, or has wrong types
-is rejected with a :class:`ProtocolError` naming the file and the problem. Standard library only:
-the CLI and the job both import this module.
+is rejected with a :class:`ProtocolError` naming the file and the problem. Standard library and
+bridge_plugins.config only (neither torch nor nemo_run): the CLI and the job both import this module.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+from bridge_plugins.config import is_int
 from bridge_plugins.on_demand_files import MAX_FILE_BYTES as MAX_FILE_BYTES  # re-exported: part of the protocol
 from bridge_plugins.on_demand_files import PathLike, ProtocolError, read_json_file, write_hidden_tmp
 
@@ -103,12 +104,8 @@ class Progress:
     host: str = ""
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _is_num(v) -> bool:
-    return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
+    return (is_int(v) or isinstance(v, float)) and math.isfinite(v)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -123,7 +120,7 @@ def parse_request(data: dict, where: str = "request", expected_id: Optional[int]
             f"{where}: missing keys {missing}, unknown keys {unknown}; expected {sorted(_REQUEST_KEYS)}"
         )
     for key in ("id", "start", "end"):
-        if not _is_int(data[key]) or data[key] < 0:
+        if not is_int(data[key]) or data[key] < 0:
             raise ProtocolError(f"{where}: {key}={data[key]!r} must be an int >= 0")
     rid, start, end = data["id"], data["start"], data["end"]
     if expected_id is not None and rid != expected_id:
@@ -131,7 +128,7 @@ def parse_request(data: dict, where: str = "request", expected_id: Optional[int]
     if not 0 < end - start <= MAX_STEPS:
         raise ProtocolError(f"{where}: steps {start}..{end} (end exclusive) must span 1 to {MAX_STEPS} steps")
     ranks = data["ranks"]
-    if not isinstance(ranks, list) or not all(_is_int(r) and r >= 0 for r in ranks) or len(set(ranks)) != len(ranks):
+    if not isinstance(ranks, list) or not all(is_int(r) and r >= 0 for r in ranks) or len(set(ranks)) != len(ranks):
         raise ProtocolError(f"{where}: ranks={ranks!r} must be a list of distinct ints >= 0 ([] = every rank)")
     if not isinstance(data["memory"], bool):
         raise ProtocolError(f"{where}: memory={data['memory']!r} must be true or false")
@@ -184,14 +181,14 @@ def read_progress(output_dir: PathLike) -> Progress:
         raise ProtocolError(f"{where}: unexpected fields ({e})") from None
     ok = (
         progress.state in ("running", "finished")
-        and (progress.step is None or _is_int(progress.step))
+        and (progress.step is None or is_int(progress.step))
         and all(v is None or _is_num(v) for v in (progress.step_time, progress.steps_per_s))
         and _is_num(progress.written)
         and _is_num(progress.poll_interval_s)
         and progress.poll_interval_s > 0
-        and _is_int(progress.world_size)
+        and is_int(progress.world_size)
         and progress.world_size > 0
-        and (progress.window is None or (len(progress.window) == 2 and all(_is_int(v) for v in progress.window)))
+        and (progress.window is None or (len(progress.window) == 2 and all(is_int(v) for v in progress.window)))
     )
     if not ok:
         raise ProtocolError(f"{where}: a field has the wrong type or value: {data}")

@@ -11,14 +11,15 @@ from __future__ import annotations
 import os
 
 
-def _dist():
+def process_group():
+    """``torch.distributed`` when a process group is initialized, else None."""
     import torch.distributed as dist
 
     return dist if dist.is_available() and dist.is_initialized() else None
 
 
 def detect_rank() -> int:
-    dist = _dist()
+    dist = process_group()
     if dist is not None:
         return dist.get_rank()
     for var in ("RANK", "SLURM_PROCID"):
@@ -28,7 +29,7 @@ def detect_rank() -> int:
 
 
 def detect_world_size() -> int:
-    dist = _dist()
+    dist = process_group()
     if dist is not None:
         return dist.get_world_size()
     for var in ("WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"):

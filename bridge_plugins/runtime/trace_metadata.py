@@ -24,17 +24,12 @@ from typing import Any, Dict, List
 from urllib.parse import quote
 
 from bridge_plugins.runtime.backend import BackendContext
-
-
-def _dist_initialized() -> bool:
-    import torch.distributed as dist
-
-    return dist.is_available() and dist.is_initialized()
+from bridge_plugins.runtime.ranks import process_group
 
 
 def add_distributed_info(prof: Any, ctx: BackendContext) -> None:
     """Add ``distributedInfo`` unless torch adds its own (a process group exists)."""
-    if not _dist_initialized():
+    if process_group() is None:
         prof.add_metadata_json("distributedInfo", json.dumps({"rank": ctx.rank, "world_size": ctx.world_size}))
 
 
