@@ -202,7 +202,7 @@ def test_trigger_refuses_a_planted_on_demand_symlink(tmp_path, planter, capsys, 
     out = tmp_path / "out"
     if planted == "on_demand":  # the neighbour's directory even holds a progress file that looks alive
         fresh_progress(planter)
-        (out).mkdir()
+        out.mkdir()
         (out / "on_demand").symlink_to(planter / "on_demand", target_is_directory=True)
     else:
         fresh_progress(out)
