@@ -72,20 +72,24 @@ def real_dir_below(root: PathLike, directory: PathLike, create: bool = True) -> 
         here = root
         for name in parts:
             here = here / name
-            if create:
-                try:
-                    os.mkdir(name, dir_fd=fd)
-                except FileExistsError:
-                    pass  # ours from an earlier artifact, an earlier job's, or planted: the open decides
             try:
+                if create:
+                    _mkdir_at(fd, name)
                 below = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except OSError as e:
-                raise _refusal(here, fd, name) or e from None
+            except OSError as e:  # named in full: relative to a descriptor, the error says only ``name``
+                raise _refusal(here, fd, name) or type(e)(e.errno, e.strerror, str(here)) from None
             os.close(fd)
             fd = below
         return os.fstat(fd)
     finally:
         os.close(fd)
+
+
+def _mkdir_at(parent_fd: int, name: str) -> None:
+    try:
+        os.mkdir(name, dir_fd=parent_fd)
+    except FileExistsError:
+        pass  # ours from an earlier artifact, an earlier job's, or planted: the open decides
 
 
 def same_dir(a: os.stat_result, b: os.stat_result) -> bool:

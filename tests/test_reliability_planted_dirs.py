@@ -19,6 +19,7 @@ from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.artifact_names import TORCH_TRACE_DIR
 from bridge_plugins.cli import main as cli_main
 from bridge_plugins.on_demand import POLL_ENV, list_requests, new_progress, write_progress
+from bridge_plugins.own_dirs import real_dir_below
 from bridge_plugins.runtime.artifacts import ArtifactError, ArtifactWriter
 from bridge_plugins.runtime.paths import resolve_snapshot_path
 from tests.on_demand_support import on_demand_traces
@@ -267,3 +268,11 @@ def test_a_swap_between_the_check_and_the_staging_directory_is_caught(tmp_path, 
     with pytest.raises(ArtifactError, match="torch_profile was replaced while in use"):
         ArtifactWriter(out).write("PyTorch trace", out / TORCH_TRACE_DIR, "rank0_steps1-2", ".gz", produced.append)
     assert produced == [] and everything_under(planter) == []
+
+
+def test_any_other_failure_names_the_whole_path_not_just_the_last_name(tmp_path):
+    """The walk goes by directory descriptors, where the OS names only the last component."""
+    (tmp_path / "out").mkdir()
+    with pytest.raises(FileNotFoundError) as e:
+        real_dir_below(tmp_path / "out", tmp_path / "out" / "on_demand" / "requests", create=False)
+    assert e.value.filename == str(tmp_path / "out" / "on_demand")
