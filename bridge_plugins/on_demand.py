@@ -33,6 +33,7 @@ from typing import List, Optional, Sequence, Tuple
 from bridge_plugins.config import is_int
 from bridge_plugins.on_demand_files import MAX_FILE_BYTES as MAX_FILE_BYTES  # re-exported: part of the protocol
 from bridge_plugins.on_demand_files import PathLike, ProtocolError, read_json_file, write_hidden_tmp
+from bridge_plugins.own_dirs import real_dir_below
 
 ON_DEMAND_DIR = "on_demand"
 PROGRESS_FILE = "progress.json"
@@ -144,11 +145,15 @@ def read_request(path: PathLike) -> Request:
     return parse_request(read_json_file(path), str(path), int(m.group(1)))
 
 
-def list_requests(output_dir: PathLike) -> List[Tuple[str, Path]]:
+def list_requests(output_dir: PathLike, create: bool = False) -> List[Tuple[str, Path]]:
     """(name, path) of every visible entry in the requests directory, sorted by request id, names
-    that are not ``<id>.json`` last. Hidden names (temporary files of a writer) are skipped."""
+    that are not ``<id>.json`` last. Hidden names (temporary files of a writer) are skipped.
+
+    The directory is made first with ``create``; a planted symlink on the way is refused
+    (``own_dirs.UnsafeDirectoryError``), so no request is read from a directory someone else chose."""
     directory = requests_dir(output_dir)
     try:
+        real_dir_below(output_dir, directory, create)
         names = [n for n in os.listdir(directory) if not n.startswith(".")]
     except FileNotFoundError:
         return []
@@ -199,7 +204,7 @@ def read_progress(output_dir: PathLike) -> Progress:
 def write_progress(output_dir: PathLike, progress: Progress) -> None:
     """Replace progress.json atomically (a reader sees the old or the new file, never a half).
     No fsync: it is rewritten every poll interval and worthless after a crash."""
-    tmp = write_hidden_tmp(on_demand_dir(output_dir), json.dumps(asdict(progress)), durable=False)
+    tmp = write_hidden_tmp(output_dir, on_demand_dir(output_dir), json.dumps(asdict(progress)), durable=False)
     try:
         os.replace(tmp, progress_path(output_dir))
     except BaseException:  # something in the way: leave no temp file behind (this runs every poll)
@@ -218,12 +223,12 @@ def publish_request(output_dir: PathLike, start: int, end: int, ranks: Sequence[
     so two triggers at once get different ids, and a job never reads a half-written request.
     """
     directory = requests_dir(output_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    ids = [int(m.group(1)) for n, _ in list_requests(output_dir) if (m := _REQUEST_NAME.match(n))]
+    ids = [int(m.group(1)) for n, _ in list_requests(output_dir, create=True) if (m := _REQUEST_NAME.match(n))]
     rid = max(ids, default=0) + 1
     for _ in range(1000):
         req = Request(rid, start, end, tuple(ranks), memory, time.time())
-        tmp = write_hidden_tmp(directory, json.dumps({**asdict(req), "ranks": list(req.ranks)}), durable=True)
+        text = json.dumps({**asdict(req), "ranks": list(req.ranks)})
+        tmp = write_hidden_tmp(output_dir, directory, text, durable=True)
         try:
             os.link(tmp, directory / f"{rid}.json")
             return req

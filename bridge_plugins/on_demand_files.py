@@ -3,7 +3,8 @@ one that no reader sees half-written.
 
 Apart from the formats (``on_demand``) because these rules hold for every file of the protocol:
 a request or progress file is read only if it is a small regular file, not a symlink or a FIFO,
-and every file is written under a hidden temporary name first, then moved or linked into place.
+and every file is written under a hidden temporary name first, then moved or linked into place,
+in a directory below output_dir that is a real one, never a planted symlink (``own_dirs``).
 Standard library only: the CLI and the job both import this module.
 """
 
@@ -14,10 +15,10 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Union
+
+from bridge_plugins.own_dirs import PathLike, real_dir_below
 
 MAX_FILE_BYTES = 64 * 1024
-PathLike = Union[str, "os.PathLike[str]"]
 
 
 class ProtocolError(ValueError):
@@ -58,10 +59,11 @@ def read_json_file(path: PathLike) -> dict:
     return data
 
 
-def write_hidden_tmp(directory: Path, text: str, durable: bool) -> Path:
-    """Write ``text`` to a new hidden file in ``directory`` (readers skip hidden names); the caller
-    moves or links it into place. ``durable`` fsyncs it first, for a file that must survive a crash."""
-    directory.mkdir(parents=True, exist_ok=True)
+def write_hidden_tmp(output_dir: PathLike, directory: Path, text: str, durable: bool) -> Path:
+    """Write ``text`` to a new hidden file in ``directory`` (below ``output_dir``; readers skip hidden
+    names); the caller moves or links it into place. ``durable`` fsyncs it first, for a file that
+    must survive a crash."""
+    real_dir_below(output_dir, directory)
     tmp = directory / f".tmp.{os.getpid()}.{time.monotonic_ns()}"
     try:
         with open(tmp, "x", encoding="utf-8") as f:

@@ -121,9 +121,10 @@ def run(args: argparse.Namespace) -> int:
     outside = [r for r in ranks if r >= progress.world_size]
     if outside:
         raise UsageError(f"--ranks {args.ranks}: rank(s) {outside} outside the job's {progress.world_size} rank(s)")
-    taken = [(r.start, r.end) for r in valid_requests(job_dir)] + ([tuple(progress.window)] if progress.window else [])
-    start = plan_start(progress, now, taken, args.steps)
-    try:
+    window = [tuple(progress.window)] if progress.window else []
+    try:  # a planted symlink on the way to the requests is refused here (own_dirs)
+        taken = [(r.start, r.end) for r in valid_requests(job_dir)] + window
+        start = plan_start(progress, now, taken, args.steps)
         req = publish_request(job_dir, start, start + args.steps, ranks, args.memory)
     except OSError as e:
         raise UsageError(f"cannot write the request under {job_dir}: {e.strerror or e}") from None

@@ -9,7 +9,8 @@ replacing anything already there, and the published entry is checked to be the v
 wrote. A reader never sees a truncated file under a final name, a restarted job gets
 ``<name>.1<suffix>`` instead of destroying an earlier attempt's profile, and the staging
 directory is removed whatever happens (only SIGKILL can leave one behind: a hidden ``.*.tmp``
-directory).
+directory). The target directory, when below ``output_dir``, must be a real directory, never a
+symlink planted there (``own_dirs``); the staging directory is checked to be inside it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional
 
+from bridge_plugins.own_dirs import UnsafeDirectoryError, real_dir_below, same_dir
+
 log = logging.getLogger("bridge_plugins")
 
 
@@ -34,14 +37,22 @@ class ArtifactError(OSError):
 class ArtifactWriter:
     """Writes artifacts safely and keeps the list of what was written."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Optional[Path] = None) -> None:
         self.paths: List[Path] = []
+        self.root = root
+        """The user's output_dir (set at controller entry): the directories we make below it must be
+        real ones (``own_dirs``). None: every target directory is taken as the user's own choice."""
 
     def stage(self, what: str, directory: Path, stem: str, suffix: str) -> Path:
         """Create the target directory if needed and a private staging directory inside it."""
         with _errors(what, directory / f"{stem}{suffix}"):
-            directory.mkdir(parents=True, exist_ok=True)
-            return Path(tempfile.mkdtemp(prefix=f".{stem}.", suffix=".tmp", dir=directory))
+            checked = self._real_dir(directory)
+            staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", suffix=".tmp", dir=directory))
+            _check_inside(staging, checked)
+            return staging
+
+    def _real_dir(self, directory: Path, create: bool = True) -> os.stat_result:
+        return real_dir_below(self.root or directory, directory, create)
 
     def write(
         self,
@@ -88,6 +99,7 @@ class ArtifactWriter:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
+                _check_inside(staging, self._real_dir(directory, create=False))  # not swapped meanwhile
                 final = _link_free_name(tmp, directory, stem, suffix)
                 got = os.lstat(final)
                 if not stat.S_ISREG(got.st_mode) or (got.st_dev, got.st_ino) != (st.st_dev, st.st_ino):
@@ -99,12 +111,19 @@ class ArtifactWriter:
         return final
 
 
+def _check_inside(staging: Path, checked: os.stat_result) -> None:
+    """The staging directory is in the directory just checked: not swapped for a symlink meanwhile."""
+    if not same_dir(os.stat(staging / ".."), checked):
+        shutil.rmtree(staging, ignore_errors=True)
+        raise UnsafeDirectoryError(f"{staging.parent} was replaced while in use (a symlink swapped in?)")
+
+
 @contextmanager
 def _errors(what: str, final: Path) -> Iterator[None]:
     """Name the file in every failure (a full disk says only 'No space left on device')."""
     try:
         yield
-    except ArtifactError as e:
+    except (ArtifactError, UnsafeDirectoryError) as e:
         raise ArtifactError(f"{what} {final} was not written: {e}") from e
     except Exception as e:
         raise ArtifactError(f"{what} {final} was not written: {type(e).__name__}: {e}") from e

@@ -126,7 +126,7 @@ class ProfilingController:
             )
         self.selected = cfg.profiles_rank(self.rank)
         try:
-            self.output_dir = resolve_output_dir(cfg)
+            self.output_dir = self._writer.root = resolve_output_dir(cfg)
         except ValueError as e:
             log.error("rank %d: profiling is off for this run: %s; training continues", self.rank, e)
             self.selected = False

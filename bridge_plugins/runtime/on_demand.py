@@ -72,8 +72,7 @@ class OnDemandWindows:
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "OnDemandWindows":
         try:
-            requests_dir(self.output_dir).mkdir(parents=True, exist_ok=True)
-            seen = {name for name, _ in list_requests(self.output_dir)}  # an earlier job's or attempt's
+            seen = {name for name, _ in list_requests(self.output_dir, create=True)}  # an earlier job's or attempt's
         except OSError as e:  # the poller says so again, once; training goes on
             log.error("rank %d: on-demand directory %s unusable (%s)", self.rank, requests_dir(self.output_dir), e)
             seen = set()

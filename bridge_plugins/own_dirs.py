@@ -1,0 +1,121 @@
+"""The directories we create under ``output_dir`` are never a symlink someone planted there.
+
+Why: ``output_dir`` may be a shared, writable place (a team's job directory, a scratch file
+system). Anyone who can write it can create ``torch_profile`` (or ``on_demand/requests``, or the
+memory snapshot's directory) before our job does, as a symlink into a directory they control;
+``mkdir(exist_ok=True)`` would accept it and our traces, snapshots and requests would land (or be
+read) there. So every directory below ``output_dir`` that we write into or read requests from goes
+through :func:`real_dir_below`, which creates it or accepts it only if it is a real directory.
+
+What is allowed:
+
+- ``output_dir`` itself (``root``) may be, or pass through, a symlink: the user configured it,
+  that is their choice (``runtime/paths.resolve_output_dir`` resolves it once at entry). The same
+  holds for a directory the user named outside ``output_dir`` (an absolute
+  ``memory_snapshot_path``): it is its own root.
+- A real directory owned by another user is accepted. In a team-shared output_dir a teammate's
+  earlier job made ``torch_profile/`` legitimately, and refusing it would break every later job
+  there. Its owner can list, rename and remove what we publish in it (as anyone may who can write
+  a non-sticky output_dir), and, with a default ACL on it, read files created there whatever our
+  umask says; to keep profiles private, make output_dir (or that directory) private.
+
+How: the components below ``root`` are walked with directory descriptors, each made with
+``mkdir(dir_fd=...)`` if missing and opened with ``O_DIRECTORY | O_NOFOLLOW``, so the walk itself
+cannot be redirected: a symlink swapped in between our mkdir and our open is refused too.
+
+What remains (TOCTOU): callers then use paths. The artifact writer checks that its staging
+directory was made inside the directory just checked, and checks the directory again before
+publishing, so nothing is published through a link swapped in meanwhile. But a file is written
+into the staging directory by path (an export takes seconds), so someone who renames our
+directory away at that moment and puts a link there (and a directory of the staging directory's
+random, hidden name behind it) receives the partial file. Closing that needs every writer, torch's
+exporters among them, to write relative to a directory descriptor. It is acceptable: it takes write
+permission on the directory that holds ours, without the sticky bit, and an active race; whoever
+has that can already delete or replace everything we publish there. In a sticky shared directory
+(mode 1777, like /tmp) nobody else can rename our entries, so only planting beforehand is
+possible, and a planted link is refused here.
+
+Standard library only: the trigger CLI and the job both use it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Optional, Tuple, Union
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class UnsafeDirectoryError(OSError):
+    """A directory we would write into (or read requests from) is a symlink or not a directory;
+    the message names it and says why nothing goes through it."""
+
+
+def real_dir_below(root: PathLike, directory: PathLike, create: bool = True) -> os.stat_result:
+    """Make (``create``) or find ``directory``, refusing any component below ``root`` that is a
+    symlink or not a directory; returns the directory's stat (its identity, for later checks).
+
+    ``directory`` outside ``root`` (or with ``..`` below it) is taken as the user's own choice, like
+    ``root``. Raises UnsafeDirectoryError naming the refused path; FileNotFoundError when missing
+    and not ``create``; OSError for anything else (permissions, a full disk).
+    """
+    root, directory = Path(root), Path(directory)
+    parts = _parts_below(root, directory)
+    if parts is None:
+        root, parts = directory, ()
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        here = root
+        for name in parts:
+            here = here / name
+            try:
+                if create:
+                    _mkdir_at(fd, name)
+                below = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as e:  # named in full: relative to a descriptor, the error says only ``name``
+                raise _refusal(here, fd, name) or type(e)(e.errno, e.strerror, str(here)) from None
+            os.close(fd)
+            fd = below
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def _mkdir_at(parent_fd: int, name: str) -> None:
+    try:
+        os.mkdir(name, dir_fd=parent_fd)
+    except FileExistsError:
+        pass  # ours from an earlier artifact, an earlier job's, or planted: the open decides
+
+
+def same_dir(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _parts_below(root: Path, directory: Path) -> Optional[Tuple[str, ...]]:
+    try:
+        parts = directory.relative_to(root).parts
+    except ValueError:
+        return None
+    return None if ".." in parts else parts
+
+
+def _refusal(path: Path, parent_fd: int, name: str) -> Optional[UnsafeDirectoryError]:
+    """Why ``name`` could not be opened as a directory, if it is a symlink or something else."""
+    try:
+        mode = os.lstat(name, dir_fd=parent_fd).st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        return UnsafeDirectoryError(
+            f"{path} is a symlink (planted?); profiling files are not written or read through it: remove it "
+            f"(if you made it, set output_dir to where it points instead)"
+        )
+    if not stat.S_ISDIR(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a regular file" if stat.S_ISREG(mode) else "a special file"
+        return UnsafeDirectoryError(f"{path} is not a directory ({kind}); remove it or choose another output_dir")
+    return None
