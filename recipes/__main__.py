@@ -76,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-SLURM_NAME = re.compile(r"[A-Za-z0-9._-]+")
-"""Slurm account and partition names that pass through NeMo Run's sbatch script unchanged."""
+PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
+"""Names that NeMo Run hands to a shell unquoted and that must pass unchanged: the Slurm account and
+partition (the srun line) and the experiment name (two directories of the job directory's path)."""
 
 
 def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -100,9 +101,14 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
             f"raise --nproc or pick ranks below {args.nproc}"
         )
     for flag, value in (("--account", args.account), ("--partition", args.partition)):
-        if args.executor == "slurm" and not SLURM_NAME.fullmatch(value):
+        if args.executor == "slurm" and not PLAIN_NAME.fullmatch(value):
             # NeMo Run writes the job name (made from the account) unquoted into the srun line
             parser.error(f"{flag} {value!r}: a Slurm name is letters, digits and . _ - (no spaces or shell characters)")
+    if not PLAIN_NAME.fullmatch(args.name):
+        parser.error(
+            f"--name {args.name!r}: the experiment name becomes part of the job directory, which NeMo Run hands "
+            f"to a shell unquoted; use letters, digits and . _ - (no spaces, slashes or shell characters)"
+        )
     base = str(resolve_base_dir(args.base_dir))
     if shlex.quote(base) != base:
         parser.error(

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 import recipes.__main__ as main_job
 from recipes.train import main as train_main
 from tests.support import ROOT
@@ -85,3 +87,21 @@ def test_train_help_piped_into_head_ends_without_a_traceback():
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 0, err
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+@pytest.mark.parametrize("name", ["my run", "run;x", "a/b", "$(id)", ""])
+def test_an_experiment_name_that_a_shell_would_split_is_a_one_line_error(name, tmp_path, capsys):
+    # the name becomes two directories of the job's path, which NeMo Run gives a shell unquoted:
+    # 'my run' failed the local job after launch, 'run;x' ran `x/...` and ended in a traceback
+    parser = main_job.build_parser()
+    args = parser.parse_args(["--name", name, "--base-dir", str(tmp_path)])
+    with pytest.raises(SystemExit) as stopped:
+        main_job.check_args(args, parser)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("python -m recipes: error: --name ") and repr(name) in err, err
+
+
+def test_an_ordinary_experiment_name_passes(tmp_path):
+    parser = main_job.build_parser()
+    main_job.check_args(parser.parse_args(["--name", "nightly-run_2.b", "--base-dir", str(tmp_path)]), parser)
