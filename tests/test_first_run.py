@@ -105,3 +105,19 @@ def test_an_experiment_name_that_a_shell_would_split_is_a_one_line_error(name, t
 def test_an_ordinary_experiment_name_passes(tmp_path):
     parser = main_job.build_parser()
     main_job.check_args(parser.parse_args(["--name", "nightly-run_2.b", "--base-dir", str(tmp_path)]), parser)
+
+
+def test_summary_piped_into_head_ends_with_status_0(tmp_path):
+    # `bridge-plugins summary JOB | head`: the reader leaving is fine (the CLI says so), not a failure
+    # that `set -o pipefail` scripts would stop on
+    shutil.copy(FIXTURES / "memory_recipe_b4.pickle", tmp_path / "memory_snapshot_0.pickle")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge_plugins", "summary", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    proc.stdout.close()  # before the child has imported anything
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err, err
