@@ -76,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-SLURM_NAME = re.compile(r"[A-Za-z0-9._-]+")
-"""Slurm account and partition names that pass through NeMo Run's sbatch script unchanged."""
+PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
+"""Names that NeMo Run hands to a shell unquoted and that must pass unchanged: the Slurm account and
+partition (the srun line) and the experiment name (two directories of the job directory's path)."""
 
 
 def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -100,9 +101,14 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
             f"raise --nproc or pick ranks below {args.nproc}"
         )
     for flag, value in (("--account", args.account), ("--partition", args.partition)):
-        if args.executor == "slurm" and not SLURM_NAME.fullmatch(value):
+        if args.executor == "slurm" and not PLAIN_NAME.fullmatch(value):
             # NeMo Run writes the job name (made from the account) unquoted into the srun line
             parser.error(f"{flag} {value!r}: a Slurm name is letters, digits and . _ - (no spaces or shell characters)")
+    if not PLAIN_NAME.fullmatch(args.name):
+        parser.error(
+            f"--name {args.name!r}: the experiment name becomes part of the job directory, which NeMo Run hands "
+            f"to a shell unquoted; use letters, digits and . _ - (no spaces, slashes or shell characters)"
+        )
     base = str(resolve_base_dir(args.base_dir))
     if shlex.quote(base) != base:
         parser.error(
@@ -166,6 +172,15 @@ def slurm_nsys_check() -> str:
         "--profiler nsys."
     )
     return f'command -v nsys >/dev/null 2>&1 || {{ echo "{message}" >&2; exit 127; }}'
+
+
+def run_header(args: argparse.Namespace) -> str:
+    """The first line of a run: what will be profiled (a run without profiler has no window)."""
+    what = "no profiler"
+    if args.profiler != "none":
+        ranks = ",".join(map(str, args.ranks)) or "all"
+        what = f"{args.profiler} profiler, window steps {args.start}-{args.end - 1}, ranks {ranks}"
+    return f"[recipes] {what}, {args.nproc} rank(s), {args.steps} steps, executor {args.executor}"
 
 
 def make_plugins(args: argparse.Namespace):
@@ -240,13 +255,14 @@ def how_to_open(arts, job_dir: Path) -> List[str]:
         return []
     out = ["How to open them (offline, on this machine):"]
     job = shlex.quote(str(job_dir))
+    cli = cli_command()
     if arts.traces or arts.memory:
         out += [
-            f"  bridge-plugins summary {job}    # steps, step times, top operators and kernels, per rank",
-            f"  bridge-plugins report {job} --baseline <other job dir> -o compare.html    # against another run",
+            f"  {cli} summary {job}    # steps, step times, top operators and kernels, per rank",
+            f"  {cli} report {job} --baseline <other job dir> -o compare.html    # against another run",
         ]
     if arts.memory:
-        out.append("  bridge-plugins memory <snapshot.pickle>    # peak, timeline and top allocation sites")
+        out.append(f"  {cli} memory <snapshot.pickle>    # peak, timeline and top allocation sites")
     if arts.nsys:
         out.append("  nsys stats <file>.nsys-rep    # tables in the terminal (nsys-ui <file>.nsys-rep: the GUI)")
     if arts.traces:
@@ -256,6 +272,19 @@ def how_to_open(arts, job_dir: Path) -> List[str]:
             "With network access: https://pytorch.org/memory_viz opens a .pickle snapshot (the file stays local)."
         )
     return out
+
+
+def cli_command() -> str:
+    """``bridge-plugins`` as the user can type it: by name when PATH finds this install, else by path.
+
+    ``.venv/bin/python -m recipes`` (the README's command) runs without the venv activated, so a
+    bare ``bridge-plugins`` would be "command not found" in the user's shell.
+    """
+    ours = Path(sys.executable).parent / "bridge-plugins"
+    found = shutil.which("bridge-plugins")
+    if found and ours.exists() and os.path.samefile(found, ours):
+        return "bridge-plugins"
+    return shlex.quote(str(ours)) if ours.exists() else f"{shlex.quote(sys.executable)} -m bridge_plugins"
 
 
 def memory_note(args: argparse.Namespace, arts, device: Optional[str]) -> Optional[str]:
@@ -335,11 +364,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         overrides["profiling__record_memory_history"] = True
     recipe = tiny_gpt_recipe(**overrides)
     executor = make_executor(args, base_dir)
-    print(
-        f"[recipes] {args.profiler} profiler, window steps {args.start}-{args.end - 1}, ranks "
-        f"{args.ranks or 'all'}, {args.nproc} rank(s), {args.steps} steps, executor {args.executor}",
-        flush=True,
-    )
+    print(run_header(args), flush=True)
     # Progress prints the job's log lines while the Experiment waits for the job, which NeMo Run does
     # when its context exits: ``outer`` closes Progress after that wait (no private wait API needed).
     with ExitStack() as outer:

@@ -13,7 +13,7 @@ import dataclasses
 import inspect
 import shlex
 import textwrap
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import yaml
 from omegaconf import OmegaConf
@@ -56,19 +56,25 @@ def _field_docs(cls) -> Dict[str, str]:
     return docs
 
 
-def describe_keys(cls=ConfigContainer, prefix: str = "") -> List[str]:
-    """One line per key for ``--help``: key, type, default and the field's docstring."""
-    lines = []
+def _key_rows(cls, prefix: str = "") -> List[Tuple[str, str, str, str]]:
+    """(key, type, default, the field's docstring) for every dotted key, in field order."""
+    rows = []
     docs = _field_docs(cls)
     for f in dataclasses.fields(cls):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         if dataclasses.is_dataclass(default):
-            lines += describe_keys(type(default), f"{prefix}{f.name}.")
+            rows += _key_rows(type(default), f"{prefix}{f.name}.")
             continue
         kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-        line = f"{prefix + f.name:<42} {kind:<14} default {f'{default!r}':<26} {docs.get(f.name, '')}"
-        lines.append(line.rstrip())
-    return lines
+        rows.append((prefix + f.name, kind, f"default {default!r}", docs.get(f.name, "")))
+    return rows
+
+
+def describe_keys(cls=ConfigContainer) -> List[str]:
+    """One line per key for ``--help``: key, type, default and docstring, in columns as wide as their widest."""
+    rows = _key_rows(cls)
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return [" ".join(cell.ljust(width) for cell, width in zip(row, widths + [0])).rstrip() for row in rows]
 
 
 def _keys_help() -> str:

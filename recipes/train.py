@@ -137,11 +137,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     if any(a in ("-h", "--help") for a in argv):
         from recipes.overrides import describe_keys
 
-        print(
-            "usage: python -m recipes.train [key=value ...]\n\n"
-            'Values are YAML (true, 3, [0,1], null, "a string"). Keys, with type and default:\n  '
-            + "\n  ".join(describe_keys())
-        )
+        try:
+            print(
+                "usage: python -m recipes.train [key=value ...]\n\n"
+                'Values are YAML (true, 3, [0,1], null, "a string"). Keys, with type and default:\n  '
+                + "\n  ".join(describe_keys()),
+                flush=True,
+            )
+        except BrokenPipeError:  # `--help | head`: the reader left, which is fine
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
     try:
         config = parse_overrides(argv)

@@ -10,6 +10,8 @@ if .venv/bin/python -c "import hta.trace_analysis" >/dev/null 2>&1; then
   exit 0
 fi
 echo "[install_hta] installing HolisticTraceAnalysis==0.5.0 (test-only) and the modules it imports"
-.venv/bin/python -m pip install -q --no-deps "HolisticTraceAnalysis==0.5.0"
+# The modules first: installed after HTA, pip's resolver would print an "ERROR:" about HTA's
+# jupyterlab and pydot requirements, which we leave out on purpose.
 .venv/bin/python -m pip install -q pandas plotly networkx psutil pyyaml
+.venv/bin/python -m pip install -q --no-deps "HolisticTraceAnalysis==0.5.0"
 .venv/bin/python -c "import hta.trace_analysis; print('[install_hta] ready')"

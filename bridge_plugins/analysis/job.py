@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Union
 from bridge_plugins import artifact_names
 
 _TRACE_ENDINGS = (".json", ".json.gz")
-UNRECOGNISED_TRACE = "not a trace name bridge-plugins writes (rank<R>_steps<A>-<B>...)"
+UNRECOGNISED_TRACE = "not a trace name bridge-plugins writes (rank<R>_steps<A>-<B>...); name the file itself to read it"
 _SNAPSHOT_ENDINGS = (".pickle", ".pkl")
 
 
@@ -76,7 +76,11 @@ def _from_directory(job_dir: Path, found: Inputs) -> None:
     for p in scanned.unrecognised:
         found.problem(p, UNRECOGNISED_TRACE)
     if len(found.traces) + len(found.snapshots) == before:
-        found.problem(job_dir, "no profiling artifacts (traces or memory snapshots) in this directory")
+        found.problem(
+            job_dir,
+            "no profiling artifacts (traces or memory snapshots) in this directory; to read files named otherwise, "
+            f"name the files (e.g. {job_dir}/*.json.gz)",
+        )
 
 
 def find_inputs(paths: Sequence[Union[str, Path]]) -> Inputs:

@@ -142,9 +142,16 @@ def to_text(s: Dict, width: int = 160) -> str:
     return console.export_text()
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """``summary DIR | head``: let the CLI end with status 0 (rich itself exits with status 1)."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def console() -> Console:
     """The terminal's width on a terminal; 160 columns into a pipe or file (rich would use 80)."""
-    return Console() if sys.stdout.isatty() else Console(width=160)
+    return _Console() if sys.stdout.isatty() else _Console(width=160)
 
 
 def print_summary(s: Dict, console: Console) -> None:
