@@ -212,6 +212,9 @@ def test_memory_history_on_cpu_warns_and_does_not_crash(tmp_path, train_step, ca
     )
     warns = [m for m in warnings_of(caplog) if "record_memory_history" in m]
     assert len(warns) == 1 and "CUDA is not available" in warns[0]
+    # one story: no "snapshots go to" line before the warning; the warning names where it would have gone
+    assert f"would have gone to {tmp_path / 'memory_snapshot_0.pickle'}" in warns[0]
+    assert "go to" not in caplog.text
     # the PyTorch profiler still ran
     assert [p.name for p in ctl.artifacts] == ["rank0_steps1-2.pt.trace.json.gz"]
     assert not any(r.levelno >= logging.ERROR for r in caplog.records)

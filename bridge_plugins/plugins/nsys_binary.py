@@ -29,7 +29,7 @@ def plan_nsys_binary_check(owner: str, executor: run.Executor, traits: ExecutorT
 
     def refuse_without_nsys() -> None:
         if not _has_nsys(executor):
-            raise NsysNotFoundError(_message(owner, executor, "so exp.run() launched nothing"))
+            raise NsysNotFoundError(_message(owner, executor, "so nothing was launched"))
 
     return lambda: check_before_run(refuse_without_nsys)
 

@@ -38,14 +38,16 @@ class MemoryHistoryBackend(Backend):
         first = (
             self.directory / f"{snapshot_stem(self.stem, self.rank, trigger=self.ctx.trigger, environ={})}{self.suffix}"
         )
-        log.info("rank %d: memory snapshots go to %s", self.rank, first)
-        if not torch.cuda.is_available():
+        if not torch.cuda.is_available():  # one line, not "snapshots go to X" followed by "no snapshot"
             log.warning(
                 "rank %d: record_memory_history requested but CUDA is not available: no memory snapshot will be "
-                "written (it records the CUDA caching allocator); training continues",
+                "written (it would have gone to %s; memory history records the CUDA caching allocator); "
+                "training continues",
                 self.rank,
+                first,
             )
             return
+        log.info("rank %d: memory snapshots go to %s", self.rank, first)
         memory_recorder.RECORDER.start(self.cfg.memory_history_max_entries, self._on_oom)
         self.recording = True
 
