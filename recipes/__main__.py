@@ -355,6 +355,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     import nemo_run as run
 
     from bridge_plugins.plugins.nemo_run_compat import dryrun_request
+    from recipes.ctrl_c import cancel_on_ctrl_c
     from recipes.tiny_gpt import tiny_gpt_recipe
 
     base_dir = str(resolve_base_dir(args.base_dir))
@@ -384,10 +385,16 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"[recipes] job directory: {job_dir}", flush=True)
             t0 = time.monotonic()
             progress = outer.enter_context(Progress(job_dir))
+            interrupted = outer.enter_context(cancel_on_ctrl_c(exp, job.id))
             exp.run(detach=False, sequential=True)
+            if interrupted():  # pressed while launching: the cancel found no job yet
+                exp.cancel(job.id)
         state = str(job.state)  # Job.wait set it when the Experiment's exit waited for the job
     print(f"\n[recipes] job finished in {time.monotonic() - t0:.1f} s with state {state}")
     print_summary(args, job_dir, progress.device)
+    if interrupted():
+        print(f"[recipes] stopped by Ctrl-C; the job's logs are under {job_dir}", file=sys.stderr)
+        return 130
     ok = "SUCCEEDED" in state
     if not ok:
         tail = "\n".join(f"  {line}" for line in log_tail(job_dir))

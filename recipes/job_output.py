@@ -50,7 +50,7 @@ class Progress:
     so the final summary can say why there is no memory snapshot on a machine without CUDA.
     """
 
-    KEYS = ("| loss", "wrote ", "profiling window", "WARNING", "ERROR", "Traceback", "Error")
+    KEYS = ("| loss", "wrote ", "profiling window", "WARNING", "ERROR", "Traceback", "Error", "Exception:")
 
     def __init__(self, job_dir: Path):
         self.job_dir, self.stop = job_dir, threading.Event()

@@ -279,3 +279,73 @@ def test_job_report_is_a_warning_when_it_cannot_be_written_and_absent_when_nothi
     assert "warning: the HTML report could not be written" in err and "Traceback" not in err
     (tmp_path / JOB_REPORT_NAME).rmdir()
     assert write_html_report(tmp_path) == tmp_path / JOB_REPORT_NAME and not capsys.readouterr().err
+
+
+def test_ctrl_c_stops_the_job_and_still_summarizes_its_profile(tmp_path):
+    """A terminal's Ctrl-C (SIGINT to the main job's process group; NeMo Run starts the job in a
+    session of its own, so the job never sees it). It used to wait for the job to finish on its
+    own and then end in a KeyboardInterrupt traceback with no summary."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from tests.support import ROOT, clean_env
+
+    args = ("--steps", "100000", "--start", "3", "--end", "100000", "--ranks", "0", "--base-dir", str(tmp_path))
+    proc = subprocess.Popen(
+        recipes(*args),
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    lines, seen = [], threading.Event()
+
+    def follow():
+        for line in proc.stdout:
+            lines.append(line)
+            if re.search(r"step (9|1\d) \|", line):
+                seen.set()
+
+    threading.Thread(target=follow, daemon=True).start()
+    try:
+        assert seen.wait(120), "".join(lines)
+        pressed = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        rc = proc.wait(60)
+        took = time.monotonic() - pressed
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        kill_processes_mentioning(str(tmp_path))  # the job's own session, if it was left running
+    out, err = "".join(lines), proc.stderr.read()
+    assert rc == 130, out[-3000:] + err[-3000:]
+    assert took < 30, f"the job was stopped, not waited for: {took:.0f} s"
+    assert "Ctrl-C: stopping the job" in err and "Traceback" not in err, err[-3000:]
+    (job_dir,) = (tmp_path / "experiments").glob("*/*/tiny_gpt")
+    (trace,) = trace_files(job_dir)[0]
+    steps = trace_steps(trace)
+    assert min(steps) == 3 and 9 <= max(steps) < 99999, "the window closed early, on the job's SIGTERM"
+    assert trace.name == f"rank0_steps3-{max(steps)}.pt.trace.json.gz"
+    assert f"Steps captured per rank: rank 0: 3-{max(steps)}" in out
+    if (
+        "Traceback (most recent call last):" in out
+    ):  # torchrun's agent, stopped by SIGTERM: say why, not just "Traceback"
+        assert "SignalException: Process" in out and "got signal: 15" in out, out[-3000:]
+
+
+def kill_processes_mentioning(text: str) -> None:
+    """SIGKILL every process whose command line holds ``text`` (a test's own tmp path)."""
+    import os
+    import signal
+
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass

@@ -1,0 +1,45 @@
+"""Ctrl-C in the main job stops the job, and what its profiler captured is still summarized.
+
+Why: NeMo Run starts a local job in a session of its own, so a terminal's Ctrl-C reaches only this
+driver, which waits for the job in a thread pool: the KeyboardInterrupt used to wait for the job to
+end on its own and then end in a traceback, with no summary. Here the first Ctrl-C cancels the job
+through NeMo Run (``Experiment.cancel``: SIGTERM to the job's processes, ``scancel`` on Slurm), so
+each profiled rank writes what its window captured (the controller's SIGTERM rule) and the wait
+ends; the main job then prints the summary and exits 130. A second Ctrl-C interrupts at once.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+
+@contextmanager
+def cancel_on_ctrl_c(exp, job_id: str) -> Iterator[Callable[[], bool]]:
+    """While inside, Ctrl-C cancels ``job_id`` of ``exp``; yields "was Ctrl-C pressed?"."""
+    pressed = threading.Event()
+
+    def cancel() -> None:
+        exp.cancel(job_id)  # a job not launched yet has no handle: the caller cancels again after launch
+
+    def on_ctrl_c(signum, frame) -> None:
+        if pressed.is_set():
+            signal.default_int_handler(signum, frame)  # the second: KeyboardInterrupt
+        pressed.set()
+        print(
+            "\n[recipes] Ctrl-C: stopping the job (SIGTERM: each profiled rank writes what it captured); "
+            "Ctrl-C again to stop waiting",
+            file=sys.stderr,
+            flush=True,
+        )
+        # not in the handler: cancelling waits up to 10 s for the job's processes
+        threading.Thread(target=cancel, name="recipes-cancel", daemon=True).start()
+
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield pressed.is_set
+    finally:
+        signal.signal(signal.SIGINT, previous)
