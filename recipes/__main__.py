@@ -19,9 +19,10 @@ import shlex
 import shutil
 import sys
 import time
-from contextlib import ExitStack
+import warnings
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 from recipes.job_output import Progress, log_tail
 
@@ -344,6 +345,22 @@ def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]
         print("\n" + "\n".join(lines))
 
 
+@contextmanager
+def plugin_warnings_as_lines() -> Iterator[None]:
+    """The plugins' warnings (``ProfilingPluginWarning``) as one ``[recipes] warning:`` line each,
+    not Python's two lines naming our source file; any other warning is shown as Python would."""
+    from bridge_plugins.plugins import ProfilingPluginWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ProfilingPluginWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, ProfilingPluginWarning):
+            print(f"[recipes] warning: {w.message}", file=sys.stderr, flush=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -372,7 +389,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         with run.Experiment(
             args.name, base_dir=base_dir, enable_goodbye_message=False, log_level="WARN", skip_status_at_exit=True
         ) as exp:
-            exp.add(recipe, executor=executor, plugins=plugins, name="tiny_gpt")
+            with plugin_warnings_as_lines():
+                exp.add(recipe, executor=executor, plugins=plugins, name="tiny_gpt")
             job = exp.jobs[0]
             if args.dryrun:
                 exp.dryrun(log=False)
