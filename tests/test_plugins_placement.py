@@ -428,3 +428,15 @@ def test_earlier_nsys_options_are_requoted_when_gpu_metrics_wrap_the_command(lau
     exp = dryrun(tiny_gpt_recipe(), slurm(launcher=launcher), [first, second])
     recorded = run_sbatch_command(sbatch(exp.jobs[0]), tmp_path)
     assert "--env-var=A=x y 'q' $z" in recorded["nsys"] and "--gpu-metrics-devices=0" in recorded["nsys"]
+
+
+def test_a_plugin_warning_points_at_the_users_line(tmp_path, monkeypatch):
+    """Python prints a warning with the file and line it names: that should be the user's
+    ``exp.add(...)``, not a line inside bridge_plugins or NeMo Run."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS) as record:
+        with run.Experiment("plugtest", log_level="WARN") as exp:
+            exp.add(tiny_gpt_recipe(), executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
+    (w,) = [w for w in record if NO_NSYS in str(w.message)]
+    assert w.filename == __file__, w.filename
+    assert "exp.add(" in open(__file__).read().splitlines()[w.lineno - 1]

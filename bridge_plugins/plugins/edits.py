@@ -7,6 +7,7 @@ callable that only assigns. A plugin applies all its edits at the end of ``setup
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Callable, Iterable, Optional
 
@@ -23,8 +24,18 @@ class NsysNotFoundError(FileNotFoundError):
     failure was, so code that caught that still catches this."""
 
 
+# frames of these packages are skipped when a warning names its line
+_LIBRARY_MODULES = ("bridge_plugins.", "nemo_run.", "fiddle.")
+
+
 def warn(message: str) -> None:
-    warnings.warn(message, ProfilingPluginWarning, stacklevel=3)
+    """Warn, naming the first line outside bridge_plugins and NeMo Run: the user's ``exp.add(...)``
+    or ``plugin.setup(...)``, not the line of ours that noticed (Python 3.11 has no
+    ``skip_file_prefixes``)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(_LIBRARY_MODULES):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, ProfilingPluginWarning, stacklevel=level + 1)
 
 
 def apply(edits: Iterable[Optional[Edit]]) -> None:
