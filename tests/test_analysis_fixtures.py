@@ -172,7 +172,16 @@ def test_report_with_a_baseline_reads_each_file_once(monkeypatch):
     assert skipped == [] and "Compared with the baseline" in html
 
 
-def test_cutting_a_full_summary_to_top_n_is_summarizing_with_top_n():
-    from bridge_plugins.analysis.summarize import with_top
-
-    assert with_top(summarize(J128, top=None), 3) == summarize(J128, top=3)
+def test_top_n_keeps_the_n_largest_rows_of_the_full_tables():
+    """The report cuts one full summary for its tables and compares the full one: the cut must be
+    the N largest rows of every op and kernel, and leave everything else as it was."""
+    full, cut = summarize(J128, top=None), summarize(J128, top=3)
+    for f, c in zip(full["traces"], cut["traces"]):
+        for table, key in (("top_cpu_ops", "self_us"), ("top_gpu_kernels", "total_us")):
+            assert len(f[table]) > 3, "the full table holds every op and kernel"
+            largest = sorted(f[table], key=lambda r: (-r[key], r["name"]))[:3]
+            assert c[table] == largest
+        assert {k: v for k, v in f.items() if not k.startswith("top_")} == {
+            k: v for k, v in c.items() if not k.startswith("top_")
+        }
+    assert full["cross_rank"] == cut["cross_rank"]

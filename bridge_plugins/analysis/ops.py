@@ -7,7 +7,7 @@ ran on the GPU; the kernel table covers the same GPU events as the breakdown (gp
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 
@@ -56,7 +56,6 @@ def gpu_kernels(d: Collected, keep: np.ndarray, types: List[str]) -> Dict[str, D
     }
 
 
-def top(table: Dict[str, Dict], key: str, n: Optional[int]) -> List[Dict]:
-    """The ``n`` largest rows by ``key`` (all rows for n=None), each with its ``name``."""
-    rows = sorted(({"name": name, **row} for name, row in table.items()), key=lambda r: (-r[key], r["name"]))
-    return rows if n is None else rows[:n]
+def ranked(table: Dict[str, Dict], key: str) -> List[Dict]:
+    """Every row, largest ``key`` first (ties by name, so any first N rows are always the same), each with its ``name``."""
+    return sorted(({"name": name, **row} for name, row in table.items()), key=lambda r: (-r[key], r["name"]))

@@ -60,8 +60,8 @@ def _rank(header: Dict, path: Path):
     return (rank, "file name", None) if rank is not None else (None, "none (numbered in input order)", None)
 
 
-def summarize_trace(path: Path, top: Optional[int] = 10) -> Dict:
-    """One trace's entry (see the schema). Raises TraceError for an unreadable file."""
+def summarize_trace(path: Path) -> Dict:
+    """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
     c = Collector()
     read_trace(path, c.on_header, c.on_event)
     d = c.data
@@ -76,8 +76,8 @@ def summarize_trace(path: Path, top: Optional[int] = 10) -> Dict:
         "events": d.events,
         "steps": step_stats(d.steps),
         "gpu": gpu_breakdown.breakdown(d, keep, types),
-        "top_cpu_ops": ops.top(ops.cpu_ops(d), "self_us", top),
-        "top_gpu_kernels": ops.top(ops.gpu_kernels(d, keep, types), "total_us", top),
+        "top_cpu_ops": ops.ranked(ops.cpu_ops(d), "self_us"),
+        "top_gpu_kernels": ops.ranked(ops.gpu_kernels(d, keep, types), "total_us"),
     }
 
 
@@ -110,7 +110,7 @@ def summarize(paths: Sequence[Union[str, Path]], top: Optional[int] = 10) -> Dic
     traces = []
     for p in found.traces:
         try:
-            traces.append(summarize_trace(p, top))
+            traces.append(summarize_trace(p))
         except TraceError as e:
             found.problem(p, str(e).removeprefix(f"{p}: "))
     used = {t["rank"] for t in traces}
@@ -125,19 +125,22 @@ def summarize(paths: Sequence[Union[str, Path]], top: Optional[int] = 10) -> Dic
     memory = _memory(found.snapshots, found)
     if not traces and (memory is None or memory.get("files") == []):  # files: snapshots the memory module read
         raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems))
-    return {
-        "schema": SCHEMA,
-        "inputs": [str(p) for p in paths],
-        "traces": traces,
-        "cross_rank": cross_rank(traces),
-        "memory": memory,
-        "problems": found.problems,
-    }
+    return with_top(
+        {
+            "schema": SCHEMA,
+            "inputs": [str(p) for p in paths],
+            "traces": traces,
+            "cross_rank": cross_rank(traces),
+            "memory": memory,
+            "problems": found.problems,
+        },
+        top,
+    )
 
 
 def with_top(summary: Dict, top: Optional[int]) -> Dict:
-    """``summary`` (made with ``top=None``) as ``summarize(..., top=top)`` would have made it:
-    the op and kernel tables are sorted completely, so their first ``top`` rows are the same."""
+    """``summary`` with its op and kernel tables cut to their first ``top`` rows (all for None):
+    how ``summarize`` applies ``top``, and how a caller holding a full summary gets a shorter one."""
     if top is None:
         return summary
     traces = [

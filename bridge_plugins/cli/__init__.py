@@ -22,6 +22,18 @@ class UsageError(Exception):
     """Bad input (a missing file, a trace that is not JSON...): printed as one line, exit code 2."""
 
 
+def add_top(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--top N``, the rows per table of summary, compare and report; see ``top_rows``."""
+    parser.add_argument("--top", type=int, default=10, metavar="N", help=f"{help} (default 10)")
+
+
+def top_rows(args: argparse.Namespace) -> int:
+    """``--top``, checked: a positive number of rows."""
+    if args.top < 1:
+        raise UsageError(f"--top {args.top}: give a positive number of rows")
+    return args.top
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bridge-plugins", description="Read and steer the profiles that bridge-plugins takes."

@@ -12,7 +12,7 @@ from bridge_plugins.analysis import NothingToRead
 from bridge_plugins.analysis.compare import compare
 from bridge_plugins.analysis.render_compare import print_compare
 from bridge_plugins.analysis.render_summary import console
-from bridge_plugins.cli import UsageError
+from bridge_plugins.cli import UsageError, add_top, top_rows
 from bridge_plugins.cli.summary import print_problems
 
 
@@ -28,17 +28,14 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/compare.py)"
     )
-    p.add_argument(
-        "--top", type=int, default=10, metavar="N", help="rows per regressions/improvements table (default 10)"
-    )
+    add_top(p, "rows per regressions/improvements table")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    if args.top < 1:
-        raise UsageError(f"--top {args.top}: give a positive number of rows")
+    top = top_rows(args)
     try:
-        c = compare([args.base], [args.new], top=args.top)
+        c = compare([args.base], [args.new], top=top)
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     if args.json:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge_plugins.cli import UsageError
+from bridge_plugins.cli import UsageError, add_top, top_rows
 
 
 def add_parser(sub) -> None:
@@ -23,9 +23,7 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--baseline", nargs="+", metavar="OTHER", help="a baseline run (job directory or files) to compare with"
     )
-    p.add_argument(
-        "--top", type=int, default=10, metavar="N", help="rows in the operator and kernel tables (default 10)"
-    )
+    add_top(p, "rows in the operator and kernel tables")
     p.set_defaults(run=run)
 
 
@@ -35,14 +33,13 @@ def run(args) -> int:
     from bridge_plugins.cli.summary import print_problems
 
     out = Path(args.output)
-    if args.top < 1:
-        raise UsageError(f"--top {args.top}: give a positive number of rows")
+    top = top_rows(args)
     if out.is_dir():
         raise UsageError(f"-o {out}: is a directory; give a file name such as {out / 'report.html'}")
     if not out.parent.is_dir():
         raise UsageError(f"-o {out}: directory {out.parent} does not exist")
     try:
-        html, skipped = build(args.paths, args.baseline, top=args.top)
+        html, skipped = build(args.paths, args.baseline, top=top)
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     try:

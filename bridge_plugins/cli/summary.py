@@ -11,7 +11,7 @@ import sys
 
 from bridge_plugins.analysis import NothingToRead, summarize
 from bridge_plugins.analysis.render_summary import console, print_summary
-from bridge_plugins.cli import UsageError
+from bridge_plugins.cli import UsageError, add_top, top_rows
 
 
 def add_parser(sub) -> None:
@@ -27,9 +27,7 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/summarize.py)"
     )
-    p.add_argument(
-        "--top", type=int, default=10, metavar="N", help="rows in the operator and kernel tables (default 10)"
-    )
+    add_top(p, "rows in the operator and kernel tables")
     p.set_defaults(run=run)
 
 
@@ -39,10 +37,9 @@ def print_problems(problems, command: str) -> None:
 
 
 def run(args) -> int:
-    if args.top < 1:
-        raise UsageError(f"--top {args.top}: give a positive number of rows")
+    top = top_rows(args)
     try:
-        s = summarize(args.paths, top=args.top)
+        s = summarize(args.paths, top=top)
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     if args.json:

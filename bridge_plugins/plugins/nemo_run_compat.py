@@ -41,7 +41,7 @@ def set_tunnel_job_dir(executor: run.Executor, experiment_id: str) -> None:
 _RUN_CHECKS = "_bridge_plugins_run_checks"
 
 
-def check_before_run(check: Callable[[], None]) -> bool:
+def check_before_run(check: Callable[[], None]) -> None:
     """Call ``check`` first thing in the current Experiment's ``run()``, before anything is
     prepared or launched; not in ``dryrun()``, nor in ``run(direct=True)`` (which runs the task in
     this process without the executor's launcher).
@@ -49,13 +49,13 @@ def check_before_run(check: Callable[[], None]) -> bool:
     A plugin's ``setup`` runs in ``exp.add``, before NeMo Run knows whether the experiment will be
     dry run or run, and NeMo Run has no launch-time hook for plugins. The current Experiment is
     the private contextvar ``_current_experiment`` (run/experiment.py ~70); ``run`` is wrapped on
-    that one instance, once. Returns False outside an Experiment (``setup`` called directly).
+    that one instance, once. Outside an Experiment (``setup`` called directly) there is no run to check.
     """
     from nemo_run.run.experiment import _current_experiment
 
     exp = _current_experiment.get(None)
     if exp is None:
-        return False
+        return
     checks = exp.__dict__.get(_RUN_CHECKS)
     if checks is None:
         checks = exp.__dict__[_RUN_CHECKS] = []
@@ -71,4 +71,3 @@ def check_before_run(check: Callable[[], None]) -> bool:
 
         exp.run = run_after_checks
     checks.append(check)
-    return True

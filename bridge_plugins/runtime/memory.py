@@ -52,8 +52,7 @@ class MemoryHistoryBackend(Backend):
         self.recording = True
 
     def _on_oom(self) -> None:
-        if not self.recording:
-            return
+        """Called by the shared recorder, only while this window records."""
         try:
             self._dump(oom_snapshot_stem(self.stem, self.rank), "OOM memory snapshot")
         except Exception as e:  # the OOM itself must reach the training loop, not our failure
@@ -77,13 +76,13 @@ class MemoryHistoryBackend(Backend):
         try:
             self._dump(snapshot_stem(self.stem, self.rank, trigger=self.ctx.trigger), "memory snapshot")
         finally:
-            self.recording = False
-            memory_recorder.RECORDER.stop(self._on_oom)
+            self.abort()
 
     def on_exit(self) -> None:
         self.snapshot_and_stop()
 
     def abort(self) -> None:
+        """Stop recording for this window, without a snapshot."""
         if self.recording:
             self.recording = False
             memory_recorder.RECORDER.stop(self._on_oom)
