@@ -424,4 +424,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # outside cancel_on_ctrl_c: before the launch, or a second Ctrl-C
+        print("\n[recipes] interrupted (Ctrl-C)", file=sys.stderr)
+        sys.exit(130)

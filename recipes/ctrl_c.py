@@ -5,7 +5,8 @@ driver, which waits for the job in a thread pool: the KeyboardInterrupt used to 
 end on its own and then end in a traceback, with no summary. Here the first Ctrl-C cancels the job
 through NeMo Run (``Experiment.cancel``: SIGTERM to the job's processes, ``scancel`` on Slurm), so
 each profiled rank writes what its window captured (the controller's SIGTERM rule) and the wait
-ends; the main job then prints the summary and exits 130. A second Ctrl-C interrupts at once.
+ends; the main job then prints the summary and exits 130. A second Ctrl-C skips the summary (the
+job is still stopped). Started with Ctrl-C ignored (``cmd &`` in a script), it keeps ignoring it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from typing import Callable, Iterator
 def cancel_on_ctrl_c(exp, job_id: str) -> Iterator[Callable[[], bool]]:
     """While inside, Ctrl-C cancels ``job_id`` of ``exp``; yields "was Ctrl-C pressed?"."""
     pressed = threading.Event()
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with Ctrl-C ignored (nohup, `cmd &`): keep it so
+        yield pressed.is_set
+        return
 
     def cancel() -> None:
         exp.cancel(job_id)  # a job not launched yet has no handle: the caller cancels again after launch
@@ -31,7 +35,7 @@ def cancel_on_ctrl_c(exp, job_id: str) -> Iterator[Callable[[], bool]]:
         pressed.set()
         print(
             "\n[recipes] Ctrl-C: stopping the job (SIGTERM: each profiled rank writes what it captured); "
-            "Ctrl-C again to stop waiting",
+            "Ctrl-C again to skip the summary",
             file=sys.stderr,
             flush=True,
         )

@@ -368,3 +368,34 @@ def test_plugin_warnings_are_one_line_each(tmp_path):
     (line,) = [x for x in (proc.stdout + proc.stderr).splitlines() if "no 'nsys' binary" in x]
     assert line.startswith("[recipes] warning: NsysPlugin: ")
     assert "ProfilingPluginWarning" not in proc.stderr and "plan_nsys_binary_check" not in proc.stderr
+
+
+def test_ctrl_c_before_the_job_is_launched_is_one_line(tmp_path):
+    """Ctrl-C while the main job still imports and builds the experiment (about 2 s): nothing was
+    launched, so nothing is left running; it used to end in a KeyboardInterrupt traceback."""
+    import os
+    import signal
+    import time
+
+    from tests.support import ROOT, clean_env
+
+    proc = subprocess.Popen(
+        recipes("--base-dir", str(tmp_path)),
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        kill_processes_mentioning(str(tmp_path))
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "[recipes] interrupted" in err, err[-3000:]
+    assert not (tmp_path / "experiments").exists(), "nothing was launched"
