@@ -399,3 +399,38 @@ def test_ctrl_c_before_the_job_is_launched_is_one_line(tmp_path):
     assert proc.returncode == 130, err[-3000:]
     assert "Traceback" not in err and "[recipes] interrupted" in err, err[-3000:]
     assert not (tmp_path / "experiments").exists(), "nothing was launched"
+
+
+def test_started_with_ctrl_c_ignored_the_main_job_keeps_ignoring_it(tmp_path):
+    """``cmd &`` in a script starts it with SIGINT ignored (as nohup does for SIGHUP): a Ctrl-C meant
+    for the script must not stop the job."""
+    import os
+    import signal
+    import time
+
+    from tests.support import ROOT, clean_env
+
+    args = ("--steps", "300", "--start", "3", "--end", "6", "--ranks", "0", "--base-dir", str(tmp_path))
+    proc = subprocess.Popen(
+        recipes(*args),
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("experiments/*/*/tiny_gpt/torch_profile/rank0_steps3-5*")):
+            assert time.monotonic() < deadline and proc.poll() is None, "training never reached the window"
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        kill_processes_mentioning(str(tmp_path))
+    assert proc.returncode == 0, err[-3000:]
+    assert "Ctrl-C" not in err and "SUCCEEDED" in out
