@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import List, Tuple
 
-from bridge_plugins import artifact_names
+from bridge_plugins.jobdir import names as artifact_names
 
 SHARED = Path(os.environ.get("BRIDGE_SHARED") or Path(__file__).resolve().parents[2] / "shared")
 FIXTURE = SHARED / "fixtures" / "gpu-traces" / "job128_rank0.json.gz"
@@ -131,7 +131,7 @@ def ranks_part(work: Path) -> None:
     import yaml
 
     from bridge_plugins import ProfilingConfig
-    from bridge_plugins.override_values import override_value
+    from bridge_plugins.config.override_values import override_value
 
     ranks = list(range(WORLD))
     arg = "profiling.profile_ranks=" + override_value(ranks)

@@ -118,7 +118,7 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/bridge_analysis_bench")
     args = ap.parse_args()
     work = Path(args.work)
-    print(f"ijson backend: {__import__('bridge_plugins.analysis.trace_reader', fromlist=['x'])._ijson.backend}")
+    print(f"ijson backend: {__import__('bridge_plugins.analysis.trace.reader', fromlist=['x'])._ijson.backend}")
     print(
         f"{'size MB':>8} {'ours s':>8} {'ours RSS MB':>12} {'RSS/size':>9} {'HTA s':>8} {'HTA RSS MB':>11} {'HTA/ours':>9}"
     )

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python benchmarks/controller_overhead.py` puts benchmarks/ first, not the root
     sys.path.insert(0, str(ROOT))
 
-from bridge_plugins.config import ProfilingConfig  # noqa: E402
+from bridge_plugins.config.profiling import ProfilingConfig  # noqa: E402
 from bridge_plugins.runtime import ProfilingController  # noqa: E402
 
 TARGET_US = 1.0
@@ -503,7 +503,7 @@ def run_import_check(top: int = 12) -> Dict[str, Any]:
             n: cum(n)
             for n in (
                 "bridge_plugins",
-                "bridge_plugins.config",
+                "bridge_plugins.config.profiling",
                 "bridge_plugins.runtime",
                 "bridge_plugins.runtime.controller",
             )
@@ -520,8 +520,8 @@ def print_import_check(res: Dict[str, Any]) -> None:
     fmt = lambda v: "n/a" if v is None else f"{v / 1000:.1f} ms"  # noqa: E731
     print(
         f"cumulative import time of bridge_plugins.runtime: {fmt(c['bridge_plugins.runtime'])}, which includes "
-        f"the parent package bridge_plugins {fmt(c['bridge_plugins'])} (bridge_plugins.config "
-        f"{fmt(c['bridge_plugins.config'])}) and bridge_plugins.runtime.controller "
+        f"the parent package bridge_plugins {fmt(c['bridge_plugins'])} (bridge_plugins.config.profiling "
+        f"{fmt(c['bridge_plugins.config.profiling'])}) and bridge_plugins.runtime.controller "
         f"{fmt(c['bridge_plugins.runtime.controller'])}"
     )
     print(f"wall time of the import statement without -X importtime: {res['wall_import_s'] * 1000:.1f} ms")

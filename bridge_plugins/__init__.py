@@ -9,7 +9,7 @@ needs the runtime never pays for ``import nemo_run`` (2-5 s and ~125 MB per rank
 driver script that only needs the plugins never imports torch through us.
 """
 
-from bridge_plugins.config import ProfilingConfig
+from bridge_plugins.config.profiling import ProfilingConfig
 
 __all__ = [
     "ProfilingConfig",

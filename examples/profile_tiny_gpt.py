@@ -11,7 +11,7 @@ Two CPU ranks under torchrun on this machine; the PyTorch profiler captures step
 import nemo_run as run
 
 from bridge_plugins import PyTorchProfilerPlugin
-from bridge_plugins.summary import find_artifacts
+from bridge_plugins.jobdir.scan import find_artifacts
 from recipes.tiny_gpt import tiny_gpt_recipe
 
 if __name__ == "__main__":  # NeMo Run imports the driver again in the job: launch only from here

@@ -249,7 +249,7 @@ def launch_text(request) -> str:
 def how_to_open(arts, job_dir: Path) -> List[str]:
     """How to read what the job wrote, what works offline first (air-gapped login nodes are common).
 
-    ``arts`` is :func:`bridge_plugins.summary.find_artifacts`'s result. Empty when there is nothing
+    ``arts`` is :func:`bridge_plugins.jobdir.scan.find_artifacts`'s result. Empty when there is nothing
     to open, so ``--profiler none`` prints no heading. The HTML report's own line comes before it.
     """
     if not (arts.traces or arts.memory or arts.nsys):
@@ -308,9 +308,9 @@ def write_html_report(job_dir: Path) -> Optional[Path]:
     None when the job left nothing the report can read. A report that fails is a warning, never
     an error: the job's artifacts are already safe and summarized above.
     """
-    from bridge_plugins.analysis import NothingToRead
-    from bridge_plugins.analysis.report_html import build, write_report
-    from bridge_plugins.artifact_names import JOB_REPORT_NAME
+    from bridge_plugins.analysis.report.html import build, write_report
+    from bridge_plugins.jobdir.names import JOB_REPORT_NAME
+    from bridge_plugins.jobdir.scan import NothingToRead
 
     try:
         html, _skipped = build([job_dir])  # unreadable files are already listed in the summary above
@@ -324,7 +324,8 @@ def write_html_report(job_dir: Path) -> Optional[Path]:
 
 def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]) -> None:
     """What the job wrote: artifacts and figures, steps per rank, memory history, how to open them."""
-    from bridge_plugins.summary import find_artifacts, report, steps_line
+    from bridge_plugins.analysis.text.job import report, steps_line
+    from bridge_plugins.jobdir.scan import find_artifacts
 
     if args.profiler == "none" and not args.memory_history:
         print("No profiling artifacts: the job ran with no profiler (--profiler none).")

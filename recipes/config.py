@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bridge_plugins.config import ProfilingConfig
+from bridge_plugins.config.profiling import ProfilingConfig
 
 
 @dataclass

@@ -23,13 +23,13 @@ export PYTHONUNBUFFERED=1
 nvidia-smi -L 2>&1 | tee "$OUT/gpu.txt"
 $PY -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" | tee -a "$OUT/gpu.txt"
 echo "== GPU tests"
-timeout 240 $PY -m pytest -p no:cacheprovider -q -rs tests/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log"
+timeout 240 $PY -m pytest -p no:cacheprovider -q -rs tests/runtime/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log"
 echo "== the recipe under torchrun on the GPU: PyTorch profiler + memory history, window 3-5"
 rm -rf /tmp/gpu_check_job
 timeout 180 "$PY" -m torch.distributed.run --standalone --nproc-per-node 1 -m recipes.train profiling.use_pytorch_profiler=true \
   profiling.record_memory_history=true profiling.profile_step_start=3 profiling.profile_step_end=6 \
   train.train_iters=8 profiling.output_dir=/tmp/gpu_check_job 2>&1 | tee "$OUT/recipe_gpu.log"
-$PY -c "from bridge_plugins.summary import report; print(report('/tmp/gpu_check_job')[0])" 2>&1 | tee -a "$OUT/recipe_gpu.log"
+$PY -c "from bridge_plugins.analysis.text.job import report; print(report('/tmp/gpu_check_job')[0])" 2>&1 | tee -a "$OUT/recipe_gpu.log"
 # real CUDA artifacts of the recipe, to commit as test fixtures (tests/fixtures/gpu/)
 mkdir -p "$OUT/fixtures"
 cp /tmp/gpu_check_job/torch_profile/rank0_steps3-5.pt.trace.json.gz "$OUT/fixtures/recipe_gpu_rank0_steps3-5.pt.trace.json.gz"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Debian's headless-capable `chromium` (used by the HTML report test, tests/test_report_browser.py).
+# Install Debian's headless-capable `chromium` (used by the HTML report test, tests/analysis/test_report_browser.py).
 # Idempotent: does nothing when a chromium binary is already on PATH. Needs root and apt-get;
 # prints why and exits 1 otherwise. On a fresh machine the package lists are fetched first.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install HolisticTraceAnalysis (HTA) into .venv for the tests and benchmarks that cross-check our
-# GPU time breakdown against it (tests/test_analysis_hta.py, benchmarks/analysis_scale.py).
+# GPU time breakdown against it (tests/analysis/test_hta.py, benchmarks/analysis_scale.py).
 # Never a runtime dependency. HTA's metadata pulls in jupyterlab (hundreds of MB) that its code
 # never imports, so we install it without dependencies and add only the modules it imports
 # (pandas, plotly, networkx, psutil, pyyaml). Idempotent.

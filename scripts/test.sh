@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 bash scripts/setup.sh
-bash scripts/install_hta.sh  # test-only: HTA for the cross-check in tests/test_analysis_hta.py (~30 s)
-# test-only: Debian's chromium for tests/test_report_browser.py (root + apt-get; that test says why otherwise)
+bash scripts/install_hta.sh  # test-only: HTA for the cross-check in tests/analysis/test_hta.py (~30 s)
+# test-only: Debian's chromium for tests/analysis/test_report_browser.py (root + apt-get; that test says why otherwise)
 bash scripts/install_chromium.sh || echo "[test] chromium could not be installed (see above)"
 
 started_slurm=0

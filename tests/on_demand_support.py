@@ -11,8 +11,8 @@ import subprocess
 import time
 from typing import Sequence
 
-from bridge_plugins import artifact_names
-from bridge_plugins.on_demand import list_requests, progress_path, read_progress, read_request, requests_dir
+from bridge_plugins.jobdir import names as artifact_names
+from bridge_plugins.jobdir.on_demand import list_requests, progress_path, read_progress, read_request, requests_dir
 from tests.support import ROOT, VENV_BIN, clean_env, trace_steps
 
 TRIGGER_TIMEOUT_S = 60

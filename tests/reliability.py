@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-from bridge_plugins.on_demand import POLL_ENV
+from bridge_plugins.jobdir.on_demand import POLL_ENV
 from tests.support import ROOT, clean_env, trace_steps
 
 JOB = ROOT / "tests" / "helpers" / "reliability_job.py"

@@ -15,8 +15,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 
-from bridge_plugins import artifact_names
-from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX
+from bridge_plugins.jobdir import names as artifact_names
+from bridge_plugins.jobdir.names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent

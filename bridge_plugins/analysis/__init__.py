@@ -1,12 +1,8 @@
-"""Readers of a job's profiling artifacts: what ``bridge-plugins summary`` and ``compare`` print.
+"""Readers of a job's profiling artifacts: what ``bridge-plugins summary``, ``compare``, ``memory``
+and ``report`` show. Imports neither torch nor nemo_run: analysis runs on a login node with only
+the files.
 
-Public: :func:`summarize` (the summary dict; its schema is in ``summarize.py``), :func:`compare`,
-and :class:`NothingToRead` (no input could be read). Imports neither torch nor nemo_run: analysis
-runs on a login node with only the files.
+``summarize`` and ``compare`` (the two facades) are modules here; the readers behind them are in
+``trace/`` (Chrome traces), ``memory/`` (CUDA memory snapshots), ``report/`` (the HTML report) and
+``text/`` (terminal output). This package re-exports nothing, so no name shadows a submodule.
 """
-
-from bridge_plugins.analysis.compare import compare
-from bridge_plugins.analysis.job import NothingToRead
-from bridge_plugins.analysis.summarize import SCHEMA, summarize
-
-__all__ = ["SCHEMA", "NothingToRead", "compare", "summarize"]

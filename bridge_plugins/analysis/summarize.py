@@ -41,12 +41,12 @@ import importlib
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
-from bridge_plugins.analysis import gpu_breakdown, ops
-from bridge_plugins.analysis.collect import Collector
-from bridge_plugins.analysis.job import Inputs, NothingToRead, find_inputs, rank_from_name
-from bridge_plugins.analysis.steps import step_stats
-from bridge_plugins.analysis.stragglers import cross_rank
-from bridge_plugins.analysis.trace_reader import TraceError, read_trace
+from bridge_plugins.analysis.trace import gpu_breakdown, ops
+from bridge_plugins.analysis.trace.collect import Collector
+from bridge_plugins.analysis.trace.reader import TraceError, read_trace
+from bridge_plugins.analysis.trace.steps import step_stats
+from bridge_plugins.analysis.trace.stragglers import cross_rank
+from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs, rank_from_name
 
 SCHEMA = "bridge-plugins.summary/1"
 
@@ -82,7 +82,7 @@ def summarize_trace(path: Path) -> Dict:
 
 
 def _memory(snapshots: List[Path], found: Inputs) -> Optional[Dict]:
-    """Hook for the memory analysis (bridge_plugins.analysis.memory), used when that module exists.
+    """Hook for the memory analysis (bridge_plugins.analysis.memory.snapshot), used when that module exists.
 
     It is called as ``memory.summarize_snapshots(paths) -> dict`` and its dict is merged in; a
     snapshot it cannot read must be reported by it in the returned ``problems`` list.
@@ -91,7 +91,7 @@ def _memory(snapshots: List[Path], found: Inputs) -> Optional[Dict]:
         return None
     out: Dict = {"snapshots": [str(p) for p in snapshots]}
     try:
-        memory = importlib.import_module("bridge_plugins.analysis.memory")
+        memory = importlib.import_module("bridge_plugins.analysis.memory.snapshot")
     except ImportError:
         return out
     result = memory.summarize_snapshots(snapshots)

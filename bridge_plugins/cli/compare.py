@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 
-from bridge_plugins.analysis import NothingToRead
 from bridge_plugins.analysis.compare import compare
-from bridge_plugins.analysis.render_compare import print_compare
-from bridge_plugins.analysis.render_summary import console
+from bridge_plugins.analysis.text.compare import print_compare
+from bridge_plugins.analysis.text.summary import console
 from bridge_plugins.cli import UsageError, add_top, top_rows
 from bridge_plugins.cli.summary import print_problems
+from bridge_plugins.jobdir.scan import NothingToRead
 
 
 def add_parser(sub) -> None:

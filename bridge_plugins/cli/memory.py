@@ -1,7 +1,7 @@
 """``bridge-plugins memory SNAPSHOT [--compare OTHER] [--json]``: read CUDA memory snapshots.
 
 Reads the pickles that ``torch.cuda.memory._dump_snapshot`` writes (the controller's included)
-without running code from them (see bridge_plugins.analysis.snapshot_loader).
+without running code from them (see bridge_plugins.analysis.memory.loader).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bridge_plugins.analysis.memory import summarize_snapshot
-    from bridge_plugins.analysis.memory_compare import compare_summaries
-    from bridge_plugins.analysis.memory_text import render_compare, render_summary
-    from bridge_plugins.analysis.snapshot_loader import SnapshotFormatError
+    from bridge_plugins.analysis.memory.compare import compare_summaries
+    from bridge_plugins.analysis.memory.loader import SnapshotFormatError
+    from bridge_plugins.analysis.memory.snapshot import summarize_snapshot
+    from bridge_plugins.analysis.text.memory import render_compare, render_summary
 
     try:
         if args.compare:

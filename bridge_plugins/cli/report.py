@@ -28,9 +28,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bridge_plugins.analysis import NothingToRead
-    from bridge_plugins.analysis.report_html import build, write_report
+    from bridge_plugins.analysis.report.html import build, write_report
     from bridge_plugins.cli.summary import print_problems
+    from bridge_plugins.jobdir.scan import NothingToRead
 
     out = Path(args.output)
     top = top_rows(args)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import sys
 
-from bridge_plugins.analysis import NothingToRead, summarize
-from bridge_plugins.analysis.render_summary import console, print_summary
+from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.text.summary import console, print_summary
 from bridge_plugins.cli import UsageError, add_top, top_rows
+from bridge_plugins.jobdir.scan import NothingToRead
 
 
 def add_parser(sub) -> None:

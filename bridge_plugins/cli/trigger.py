@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Iterable, List, Tuple
 
-from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, torch_trace_stem
 from bridge_plugins.cli import UsageError
-from bridge_plugins.on_demand import (
+from bridge_plugins.jobdir.names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, torch_trace_stem
+from bridge_plugins.jobdir.on_demand import (
     MAX_STEPS,
     Progress,
     ProtocolError,

@@ -15,7 +15,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional
 import nemo_run as run
 from nemo_run.core.execution.launcher import Launcher
 
-from bridge_plugins.config import profiling_fields, validate_fields
+from bridge_plugins.config.profiling import profiling_fields, validate_fields
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.edits import Edit
 from bridge_plugins.plugins.executor_traits import job_dir_seen_by_job
@@ -63,7 +63,7 @@ class ProfilerPlugin(run.Plugin):
     (default: ``profiling.<field>=<yaml>`` overrides). Must be a module-level function."""
 
     _FLAG: ClassVar[str] = ""
-    """The ProfilingConfig switch this plugin turns on (``bridge_plugins.conflicts`` turns off the rest)."""
+    """The ProfilingConfig switch this plugin turns on (``bridge_plugins.config.conflicts`` turns off the rest)."""
     _RENAMED: ClassVar[Dict[str, str]] = {}
     """Plugin field -> ProfilingConfig field, where the names differ. Every other plugin field
     named like a ProfilingConfig field is written under its own name."""

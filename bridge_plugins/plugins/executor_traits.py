@@ -16,7 +16,7 @@ from typing import Callable, Dict, Optional
 import nemo_run as run
 from nemo_run.core.execution.launcher import LAUNCHER_MAP, FaultTolerance, Launcher, Torchrun
 
-from bridge_plugins.artifact_names import NSYS_SLURM_FILENAME
+from bridge_plugins.jobdir.names import NSYS_SLURM_FILENAME
 
 CONTAINER_JOB_DIR = "/nemo_run"
 """Where NeMo Run's container executors (and Slurm with a container image) mount the job dir."""

@@ -7,7 +7,7 @@ from typing import Callable, List, Optional
 
 import nemo_run as run
 
-from bridge_plugins import conflicts
+from bridge_plugins.config import conflicts
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.base import check_bool, check_importable
 from bridge_plugins.plugins.edits import apply, warn

@@ -1,7 +1,7 @@
 """Install ``run.FaultTolerance`` (nvidia-resiliency-ext's ft_launcher) on an executor.
 
 ``run.FaultTolerance`` is a plain ``Launcher`` subclass and NeMo Run happily wraps ``ft_launcher``
-in nsys; the plugins refuse that (``bridge_plugins.conflicts``).
+in nsys; the plugins refuse that (``bridge_plugins.config.conflicts``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Tuple
 import nemo_run as run
 from nemo_run.core.execution.launcher import FaultTolerance, Torchrun
 
-from bridge_plugins import conflicts
+from bridge_plugins.config import conflicts
 from bridge_plugins.plugins.edits import Edit
 from bridge_plugins.plugins.executor_traits import peek_launcher
 from bridge_plugins.plugins.nemo_run_compat import reset_launcher_setup

@@ -7,7 +7,7 @@ from typing import List
 
 import nemo_run as run
 
-from bridge_plugins import conflicts
+from bridge_plugins.config import conflicts
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.base import ProfilerPlugin, check_bool
 from bridge_plugins.plugins.edits import apply, warn

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import nemo_run as run
 
-from bridge_plugins import conflicts
+from bridge_plugins.config import conflicts
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.base import ProfilerPlugin
 from bridge_plugins.plugins.edits import apply, warn

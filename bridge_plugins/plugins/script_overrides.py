@@ -2,7 +2,7 @@
 
 The plugin's values become Hydra/OmegaConf-style overrides (``profiling.profile_ranks=[0,1]``:
 values in YAML flow syntax, strings as OmegaConf-escaped JSON strings that YAML and OmegaConf
-read back verbatim, see ``bridge_plugins.override_values``), or whatever
+read back verbatim, see ``bridge_plugins.config.override_values``), or whatever
 ``script_args_converter_fn`` returns. Each arg is then encoded with the executor's QuotingChain.
 Args the task already has for the same keys are dropped first, so running ``setup`` again adds
 nothing.
@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import nemo_run as run
 import yaml
 
-from bridge_plugins.override_values import override_value
+from bridge_plugins.config.override_values import override_value
 from bridge_plugins.plugins.edits import Edit
 from bridge_plugins.plugins.partial_config import PROFILING
 from bridge_plugins.plugins.quoting import QuotingChain

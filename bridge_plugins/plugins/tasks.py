@@ -2,7 +2,7 @@
 
 run.Partial tasks are written through ``partial_config``, run.Script tasks through
 ``script_overrides``; this module decides what to write and which rules apply
-(``bridge_plugins.conflicts``). Every ``plan_*`` function validates and computes, then returns
+(``bridge_plugins.config.conflicts``). Every ``plan_*`` function validates and computes, then returns
 edits, so a plugin can fail before it has changed anything.
 """
 
@@ -13,8 +13,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import nemo_run as run
 
-from bridge_plugins import conflicts
-from bridge_plugins.config import ProfilingConfig, validate_fields
+from bridge_plugins.config import conflicts
+from bridge_plugins.config.profiling import ProfilingConfig, validate_fields
 from bridge_plugins.plugins import script_args
 from bridge_plugins.plugins.edits import Edit, warn
 from bridge_plugins.plugins.partial_config import (

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional
 
-from bridge_plugins.own_dirs import UnsafeDirectoryError, real_dir_below, same_dir
+from bridge_plugins.jobdir.own_dirs import UnsafeDirectoryError, real_dir_below, same_dir
 
 log = logging.getLogger("bridge_plugins")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional
 
-from bridge_plugins.config import ProfilingConfig
+from bridge_plugins.config.profiling import ProfilingConfig
 from bridge_plugins.runtime.artifacts import ArtifactWriter
 
 log = logging.getLogger("bridge_plugins")

@@ -18,7 +18,7 @@ from typing import Optional
 
 from torch.profiler import ExecutionTraceObserver
 
-from bridge_plugins.artifact_names import CHAKRA_TRACE_SUFFIX, TORCH_TRACE_DIR, torch_trace_stem
+from bridge_plugins.jobdir.names import CHAKRA_TRACE_SUFFIX, TORCH_TRACE_DIR, torch_trace_stem
 from bridge_plugins.runtime.backend import Backend, BackendContext
 from bridge_plugins.runtime.verify import EXECUTION_TRACE_FOOTER, check_json_complete
 

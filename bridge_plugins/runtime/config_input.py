@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Optional
 
-from bridge_plugins.config import ProfilingConfig, profiling_fields
-from bridge_plugins.conflicts import NSYS_UNDER_FT, nsys_allowed
+from bridge_plugins.config.conflicts import NSYS_UNDER_FT, nsys_allowed
+from bridge_plugins.config.profiling import ProfilingConfig, profiling_fields
 
 log = logging.getLogger("bridge_plugins")
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, List, Optional
 
-from bridge_plugins.config import ProfilingConfig
+from bridge_plugins.config.profiling import ProfilingConfig
 from bridge_plugins.runtime.artifacts import ArtifactWriter
 from bridge_plugins.runtime.backend import Backend, BackendContext, call_each
 from bridge_plugins.runtime.config_input import config_from

@@ -16,7 +16,7 @@ import pickle
 
 import torch
 
-from bridge_plugins.artifact_names import oom_snapshot_stem, snapshot_stem, split_suffix
+from bridge_plugins.jobdir.names import oom_snapshot_stem, snapshot_stem, split_suffix
 from bridge_plugins.runtime import memory_recorder
 from bridge_plugins.runtime.backend import Backend, BackendContext
 from bridge_plugins.runtime.paths import resolve_snapshot_path

@@ -33,7 +33,7 @@ import time
 from collections import deque
 from typing import Callable, List, Optional
 
-from bridge_plugins.on_demand import (
+from bridge_plugins.jobdir.on_demand import (
     ProtocolError,
     Request,
     list_requests,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence, Tuple
 
-from bridge_plugins.config import ProfilingConfig
-from bridge_plugins.on_demand import new_progress, write_progress
+from bridge_plugins.config.profiling import ProfilingConfig
+from bridge_plugins.jobdir.on_demand import new_progress, write_progress
 
 
 def publish_progress(

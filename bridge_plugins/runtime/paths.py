@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bridge_plugins.config import DEFAULT_OUTPUT_DIR, ProfilingConfig
+from bridge_plugins.config.profiling import DEFAULT_OUTPUT_DIR, ProfilingConfig
 
 
 def _expand(field: str, value: str) -> Path:

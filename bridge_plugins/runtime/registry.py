@@ -13,7 +13,7 @@ import importlib
 import logging
 from typing import Callable, List, NamedTuple
 
-from bridge_plugins.config import ProfilingConfig
+from bridge_plugins.config.profiling import ProfilingConfig
 from bridge_plugins.runtime.backend import Backend, BackendContext
 
 log = logging.getLogger("bridge_plugins")

@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 from torch.profiler import ProfilerAction, ProfilerActivity
 
-from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, torch_trace_stem
+from bridge_plugins.jobdir.names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, torch_trace_stem
 from bridge_plugins.runtime.backend import Backend, BackendContext
 from bridge_plugins.runtime.trace_metadata import add_distributed_info, add_window_metadata
 from bridge_plugins.runtime.verify import (

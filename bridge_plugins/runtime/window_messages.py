@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from bridge_plugins.config import ProfilingConfig
+from bridge_plugins.config.profiling import ProfilingConfig
 
 log = logging.getLogger("bridge_plugins")
 

@@ -19,7 +19,7 @@ import time
 import torch
 
 from bridge_plugins import ProfilingConfig, ProfilingController
-from bridge_plugins.on_demand import publish_request
+from bridge_plugins.jobdir.on_demand import publish_request
 
 
 def main() -> None:

@@ -1,0 +1,85 @@
+"""Load a CUDA memory snapshot pickle without ever running code from it.
+
+``torch.cuda.memory._dump_snapshot`` pickles a plain dict (lists, dicts, str, int, float, bool,
+None, tuples). A pickle can name any importable callable and have it called while loading, so a
+hostile or corrupt file must never reach ``pickle.load``. :class:`_DataOnlyUnpickler` refuses every
+global lookup except the few builtin container types a pickle may need to rebuild plain data;
+everything else raises :class:`SnapshotFormatError`, naming the file, before anything runs.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from pathlib import Path
+from typing import Union
+
+from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
+
+_ALLOWED_GLOBALS = {
+    # Older pickle protocols rebuild these containers through a global lookup (protocol >= 4 uses
+    # opcodes). Calling them on already-loaded data runs no code from the file.
+    ("builtins", "set"),
+    ("builtins", "frozenset"),
+    ("builtins", "bytearray"),
+}
+
+
+class SnapshotFormatError(ValueError):
+    """The file is not a memory snapshot we can read; the message names the file and why."""
+
+
+class _DataOnlyUnpickler(pickle.Unpickler):
+    def __init__(self, file, path: Path):
+        super().__init__(file)
+        self._path = path
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in _ALLOWED_GLOBALS:
+            return super().find_class(module, name)
+        raise SnapshotFormatError(
+            f"{self._path}: refusing to load: the pickle references {module}.{name}, which a CUDA memory "
+            "snapshot never holds (loading it could run code)"
+        )
+
+    def persistent_load(self, pid):
+        raise SnapshotFormatError(f"{self._path}: refusing to load: the pickle uses persistent ids (not a snapshot)")
+
+
+def load_snapshot(path: Union[str, Path]) -> dict:
+    """The snapshot dict in ``path`` (``segments``, ``device_traces``); SnapshotFormatError otherwise.
+
+    A bare list of segments (the oldest snapshot format) is returned as ``{"segments": [...],
+    "device_traces": []}``, as torch's own ``_memory_viz`` does.
+    """
+    path = Path(path)
+    try:
+        with open_regular(path) as fh:
+            raw = fh.read()
+    except NotARegularFile as e:
+        raise SnapshotFormatError(f"{path}: cannot read: {e}") from None
+    except OSError as e:
+        raise SnapshotFormatError(f"{path}: cannot read: {e.strerror or e}") from None
+    if not raw.startswith(b"\x80"):  # the PROTO opcode: torch writes pickle protocol 2 or later
+        raise SnapshotFormatError(
+            f"{path}: not a CUDA memory snapshot (expected a pickle from torch.cuda.memory._dump_snapshot, "
+            f"the file starts with {raw[:8]!r})"
+        )
+    try:
+        data = _DataOnlyUnpickler(io.BytesIO(raw), path).load()
+    except SnapshotFormatError:
+        raise
+    except Exception as e:  # truncated or corrupt pickles raise many types
+        raise SnapshotFormatError(f"{path}: not a readable pickle ({type(e).__name__}: {e})") from None
+    if isinstance(data, list):
+        data = {"segments": data, "device_traces": []}
+    if not isinstance(data, dict) or not isinstance(data.get("segments"), list):
+        kind = type(data).__name__
+        raise SnapshotFormatError(
+            f"{path}: not a CUDA memory snapshot (a pickled {kind} without a 'segments' list; expected the "
+            "dict that torch.cuda.memory._dump_snapshot writes)"
+        )
+    traces = data.setdefault("device_traces", [])
+    if not isinstance(traces, list) or not all(isinstance(t, list) for t in traces):
+        raise SnapshotFormatError(f"{path}: not a CUDA memory snapshot ('device_traces' is not a list per device)")
+    return data

@@ -1,0 +1,176 @@
+"""Figures of a CUDA memory snapshot: peaks and when, allocated bytes over time, what was alive
+at the peak and at the end (by site), and the allocator's segments.
+
+:func:`summarize_snapshot` returns a JSON-ready dict (``bridge-plugins memory --json`` prints it;
+the HTML report draws it). Layout::
+
+    {"file", "source", "devices": [{"device", "entries", "peak_allocated", "peak_reserved",
+                          "peak": {"index", "time_s", "site", "size"}, "end_allocated", "end_reserved",
+                          "timeline": [[index, time_s, allocated, reserved], ...],
+                          "sites_at_peak": [{"site", "bytes", "count", "categories"}],
+                          "alive_at_end": [...same...], "ooms": [...]}],
+     "segments": {"count", "reserved", "allocated", "requested", "free_internal", "free_external",
+                  "per_segment": [...]}}
+
+Bytes are requested bytes (see memory_timeline). Reserved figures are None in profiler-made
+snapshots, which have no allocator. ``time_s`` counts from the trace's first entry
+(``None`` when entries carry no ``time_us``, as in profiler-made snapshots; ``index`` still orders
+them). The timeline keeps at most TIMELINE_POINTS points, each the highest of its stretch of
+events, so the peak is always one of them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Union
+
+from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
+from bridge_plugins.analysis.memory.sites import site_of
+from bridge_plugins.analysis.memory.timeline import Allocation, DeviceReplay, replay
+
+TIMELINE_POINTS = 600
+TOP_SITES = 15
+
+
+def group_by_site(allocations: Iterable[Allocation], top: Optional[int] = TOP_SITES) -> List[dict]:
+    """Bytes and counts per site, largest first; ``categories`` splits the bytes by the
+    profiler's tensor category where the snapshot has one."""
+    groups: Dict[str, dict] = {}
+    for a in allocations:
+        g = groups.setdefault(site_of(a.frames, a.category), {"bytes": 0, "count": 0, "categories": defaultdict(int)})
+        g["bytes"] += a.size
+        g["count"] += 1
+        if a.category:
+            g["categories"][a.category] += a.size
+    ranked = sorted(groups.items(), key=lambda kv: (-kv[1]["bytes"], kv[0]))[:top]
+    return [
+        {"site": s, "bytes": g["bytes"], "count": g["count"], "categories": dict(g["categories"])} for s, g in ranked
+    ]
+
+
+def _timeline(r: DeviceReplay, t0: Optional[float]) -> List[list]:
+    points = [[-1, 0.0 if t0 is not None else None, r.initial_allocated, r.initial_reserved]]
+    n = r.entries
+    width = max(1, -(-n // TIMELINE_POINTS))
+    for start in range(0, n, width):
+        i = max(range(start, min(n, start + width)), key=lambda k: (r.allocated[k], -k))
+        points.append([i, _rel(r.time_us[i], t0), r.allocated[i], r.reserved[i]])
+    return points
+
+
+def _rel(t: Optional[float], t0: Optional[float]) -> Optional[float]:
+    return None if t is None or t0 is None else round((t - t0) / 1e6, 6)
+
+
+def _device_summary(r: DeviceReplay, entries: List[dict], top: Optional[int]) -> dict:
+    t0 = next((t for t in r.time_us if t is not None), None)
+    peak_entry = entries[r.peak_index] if r.peak_index >= 0 else {}
+    return {
+        "device": r.device,
+        "entries": r.entries,
+        "peak_allocated": r.peak_allocated,
+        "peak_reserved": r.peak_reserved,
+        "peak": {
+            "index": r.peak_index,
+            "time_s": _rel(peak_entry.get("time_us"), t0),
+            "site": site_of(peak_entry.get("frames")) if peak_entry else None,
+            "size": peak_entry.get("size") if peak_entry else None,
+        },
+        "end_allocated": r.allocated[-1] if r.entries else r.initial_allocated,
+        "end_reserved": r.reserved[-1] if r.entries else r.initial_reserved,
+        "timeline": _timeline(r, t0),
+        "sites_at_peak": group_by_site(r.live_at_peak, top),
+        "alive_at_end": group_by_site(r.live_at_end, top),
+        "ooms": [{k: v for k, v in o.items() if k != "time_us"} | {"time_s": _rel(o["time_us"], t0)} for o in r.ooms],
+    }
+
+
+def segment_summary(segments: List[dict]) -> dict:
+    """The final state of the allocator's segments, totals as torch's ``_memory_viz segsum`` counts
+    them: requested bytes of active blocks, internal free (rounding) and external free (inactive)."""
+    per, totals = [], defaultdict(int)
+    for seg in segments:
+        active = [b for b in seg.get("blocks", []) if b.get("state") == "active_allocated"]
+        allocated = sum(b["size"] for b in active)
+        requested = sum(b.get("requested_size", b["size"]) for b in active)
+        row = {
+            "device": seg.get("device", 0),
+            "address": seg.get("address"),
+            "stream": seg.get("stream", 0),
+            "segment_type": seg.get("segment_type"),
+            "total_size": seg.get("total_size", 0),
+            "allocated": allocated,
+            "requested": requested,
+            "free_internal": allocated - requested,
+            "free_external": sum(b["size"] for b in seg.get("blocks", []) if b.get("state") != "active_allocated"),
+            "blocks": len(seg.get("blocks", [])),
+            "active_blocks": len(active),
+        }
+        per.append(row)
+        for key in ("total_size", "allocated", "requested", "free_internal", "free_external"):
+            totals[key] += row[key]
+    per.sort(key=lambda row: -row["total_size"])
+    return {
+        "count": len(segments),
+        "reserved": totals["total_size"],
+        "allocated": totals["allocated"],
+        "requested": totals["requested"],
+        "free_internal": totals["free_internal"],
+        "free_external": totals["free_external"],
+        "per_segment": per,
+    }
+
+
+def _source(segments: List[dict]) -> str:
+    """'allocator' (a CUDA snapshot) or 'profiler' (made by ``_profile_to_snapshot``: its blocks have
+    no addresses and its "segments" are address spans of host tensors, not cudaMalloc calls)."""
+    blocks = [b for s in segments for b in s.get("blocks", [])]
+    return "profiler" if blocks and not any("address" in b for b in blocks) else "allocator"
+
+
+def summarize_snapshot(path: Union[str, Path], top_sites: Optional[int] = TOP_SITES) -> dict:
+    """Every figure of one snapshot file (layout in the module docstring); ``top_sites=None`` keeps
+    every site (what a comparison needs)."""
+    data = load_snapshot(path)
+    try:
+        segments, traces = data["segments"], data["device_traces"]
+        devices = []
+        for device in sorted({*range(len(traces)), *(s.get("device", 0) for s in segments)}):
+            entries = traces[device] if device < len(traces) else []
+            if entries or any(s.get("device", 0) == device for s in segments):
+                devices.append(_device_summary(replay(entries, segments, device), entries, top_sites))
+        source = _source(segments)
+        if source == "profiler":  # no cudaMalloc: reserved memory is unknown, not the address span
+            for dev in devices:
+                dev["peak_reserved"] = dev["end_reserved"] = None
+                for point in dev["timeline"]:
+                    point[3] = None
+        return {"file": str(path), "source": source, "devices": devices, "segments": segment_summary(segments)}
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise SnapshotFormatError(
+            f"{path}: not a CUDA memory snapshot (malformed entry: {type(e).__name__}: {e})"
+        ) from None
+
+
+def main_device(summary: dict) -> Optional[dict]:
+    """The device with the highest allocated peak: the one a per-rank snapshot is about."""
+    return max(summary["devices"], key=lambda d: d["peak_allocated"], default=None)
+
+
+def summarize_snapshots(paths: Iterable[Union[str, Path]]) -> dict:
+    """What ``analysis.summarize`` merges into its ``memory`` entry: ``{"files": [summary + "rank"],
+    "problems": [{"file", "error"}]}``; a file that is not a snapshot is a problem, not a failure."""
+    from bridge_plugins.jobdir import names as artifact_names
+
+    files, problems = [], []
+    for path in paths:
+        try:
+            summary = summarize_snapshot(path)
+        except SnapshotFormatError as e:
+            problems.append({"file": str(path), "error": str(e).removeprefix(f"{path}: ")})
+            continue
+        name = artifact_names.parse(path)
+        summary["rank"] = name.rank if name is not None else None
+        files.append(summary)
+    return {"files": files, "problems": problems}

@@ -1,0 +1,1 @@
+"""The self-contained HTML report: sections, inline SVG charts, shared parts."""

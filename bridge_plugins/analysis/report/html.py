@@ -1,0 +1,145 @@
+"""``bridge-plugins report``: one self-contained HTML file that opens offline.
+
+Inline SVG drawn here and inline CSS; no script and no external resource, which a
+Content-Security-Policy in the page also enforces (``default-src 'none'``), so the file renders
+the same on an air-gapped login node, in a mail attachment or from a CI artifact. See
+report_svg for the charts and report_traces / report_memory / report_compare for the sections.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import statistics
+import tempfile
+from html import escape
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple, Union
+
+from bridge_plugins.analysis.memory.snapshot import main_device
+from bridge_plugins.analysis.report.compare import compare_section
+from bridge_plugins.analysis.report.memory import memory_section
+from bridge_plugins.analysis.report.parts import card, fmt_bytes, fmt_ms, section
+from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+CSS = """
+*{box-sizing:border-box}body{margin:0;background:#f6f7f9;color:#1d2430;font:14px/1.45 system-ui,-apple-system,
+'Segoe UI',Roboto,'DejaVu Sans',sans-serif}header{background:#1d2430;color:#fff;padding:18px 32px}
+header h1{margin:0;font-size:22px}header .inputs{color:#b8c2d0;font-size:12px;margin-top:4px;word-break:break-all}
+nav{background:#fff;border-bottom:1px solid #dde1e7;padding:8px 32px;position:sticky;top:0;z-index:1}
+nav a{margin-right:18px;color:#2b5d9b;text-decoration:none;font-weight:600}main{max-width:1180px;margin:0 auto;
+padding:8px 32px 48px}section{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:18px 22px;
+margin:18px 0}h2{margin:0 0 6px;font-size:18px}h3{font-size:15px;margin:18px 0 8px}h4{font-size:13px;
+margin:16px 0 6px;color:#374151}.intro,.note{color:#5b6472;font-size:12.5px;margin:4px 0 10px}
+.file{color:#7a8494;font-weight:400;font-size:12px;margin-left:6px}.cards{display:flex;gap:12px;flex-wrap:wrap;
+margin:10px 0}.card{flex:1 1 180px;border:1px solid #dde1e7;border-radius:8px;padding:10px 14px;background:#fbfcfd}
+.card .label{font-size:12px;color:#5b6472;text-transform:uppercase;letter-spacing:.04em}.card .big{font-size:22px;
+font-weight:700;margin:2px 0}.card .sub{font-size:12px;color:#5b6472}.card.alert .big,.delta.worse .big{color:#c62828}
+.delta.better .big{color:#2e7d32}figure.chart{margin:12px 0 16px}figcaption{font-weight:600;margin-bottom:4px}
+.legend{display:flex;gap:16px;flex-wrap:wrap;font-size:12px;color:#374151;margin:2px 0 6px}.legend i{display:inline-block;
+width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}svg text.value{font-size:12px;fill:#1d2430}
+table{border-collapse:collapse;width:100%;font-size:12.5px;margin:6px 0 10px}th{text-align:left;color:#5b6472;
+font-weight:600;border-bottom:2px solid #dde1e7;padding:5px 8px}td{border-bottom:1px solid #eef0f3;padding:4px 8px}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.name{font-family:ui-monospace,
+'DejaVu Sans Mono',monospace;font-size:12px;word-break:break-all}td.empty{color:#7a8494;font-style:italic}
+td.meter{width:120px}td.meter i{display:block;height:10px;border-radius:2px}.tag{color:#fff;border-radius:3px;
+padding:1px 6px;font-size:11px}details.rank{border-top:1px solid #eef0f3;padding:6px 0}details.rank>summary{
+cursor:pointer;font-weight:600;padding:4px 0}.two{display:grid;grid-template-columns:1fr 1fr;gap:20px}
+@media (max-width:900px){.two{grid-template-columns:1fr}}.verdict{background:#fff7e6;border-left:4px solid #f58518;
+padding:8px 12px;margin:8px 0}.alert,.problems{background:#fdecea;border-left:4px solid #c62828;padding:8px 12px}
+.problems li{word-break:break-all}footer{color:#7a8494;font-size:12px;text-align:center;margin:20px}
+"""
+
+
+def _overview(s: dict) -> str:
+    traces = s["traces"]
+    medians = sorted(t["steps"]["median_us"] for t in traces if t["steps"]["median_us"] is not None)
+    stragglers = sorted({r for g in s["cross_rank"] for r in g["stragglers"]})
+    cards = card("ranks", str(len({t["rank"] for t in traces})), f"{len(traces)} traces")
+    if medians:
+        mid = statistics.median(medians)
+        cards += card("median step", fmt_ms(mid), "median of the ranks' medians", mid, "median-step")
+    cards += card(
+        "stragglers",
+        ", ".join(f"rank {r}" for r in stragglers) or "none",
+        "see Stragglers",
+        cls="alert" if stragglers else "",
+    )
+    devices = [main_device(f) for f in ((s.get("memory") or {}).get("files") or [])]
+    peaks = [d["peak_allocated"] for d in devices if d]
+    if peaks:
+        cards += card("peak memory", fmt_bytes(max(peaks)), "allocated, highest snapshot")
+    return f'<div class="cards" id="overview">{cards}</div>'
+
+
+def render(summary: dict, comparison: Optional[dict] = None, memory_comparison: Optional[dict] = None) -> str:
+    """The page for a summary dict (``analysis.summarize``) and optional comparisons."""
+    problems = summary["problems"] + ((comparison or {}).get("problems") or [])
+    problems_html = ""
+    if problems:
+        items = "".join(f"<li>{escape(p['file'])}: {escape(p['error'])}</li>" for p in problems)
+        problems_html = f'<section class="problems" id="problems"><b>Files skipped</b><ul>{items}</ul></section>'
+    if summary["traces"]:
+        sections = [steps_section(summary), gpu_section(summary), stragglers_section(summary), tops_section(summary)]
+        links = [("steps", "Steps"), ("gpu", "GPU time"), ("stragglers", "Stragglers"), ("tops", "Top ops & kernels")]
+    else:
+        sections = [section("steps", "Traces", '<p class="note">No PyTorch traces here: only memory snapshots.</p>')]
+        links = []
+    sections.append(memory_section(summary.get("memory")))
+    links.append(("memory", "Memory"))
+    if comparison:
+        sections.append(compare_section(comparison, memory_comparison))
+        links.append(("compare", "Comparison"))
+    nav = "".join(f'<a href="#{i}">{escape(t)}</a>' for i, t in links)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    inputs = escape(", ".join(summary["inputs"]))
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>bridge-plugins report</title><style>{CSS}</style></head><body>"
+        f'<header><h1>Profile report</h1><div class="inputs">{inputs}</div></header><nav>{nav}</nav><main>'
+        f"{problems_html}{_overview(summary)}{''.join(sections)}</main>"
+        f"<footer>bridge-plugins report · {now} · self-contained: no script, no network</footer></body></html>"
+    )
+
+
+def write_report(html: str, out: Union[str, Path]) -> Path:
+    """Write atomically (a reader never sees half a file); returns the path."""
+    out = Path(out)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(html)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
+
+
+def build(
+    paths: Sequence[Union[str, Path]], baseline: Optional[Sequence[Union[str, Path]]] = None, top: int = 10
+) -> Tuple[str, List[dict]]:
+    """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
+    Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read."""
+    from bridge_plugins.analysis.compare import compare_runs
+    from bridge_plugins.analysis.memory.compare import compare_summaries
+    from bridge_plugins.analysis.summarize import summarize, with_top
+
+    everything = summarize(paths, top=None)  # every trace and snapshot is read once, also for the comparison
+    summary = with_top(everything, top)
+    comparison = memory_comparison = None
+    if baseline:
+        base = summarize(baseline, top=None)
+        comparison = compare_runs(base, everything, top=top)
+        base_mem = (base.get("memory") or {}).get("files") or []
+        new_mem = (summary.get("memory") or {}).get("files") or []
+        if base_mem and new_mem:
+            first = min(base_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
+            now = min(new_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
+            memory_comparison = compare_summaries(first, now)
+    skipped = summary["problems"] + ((comparison or {}).get("problems") or [])
+    return render(summary, comparison, memory_comparison), skipped

@@ -1,0 +1,69 @@
+"""The main job's end-of-run text: steps captured, files per rank, top operators.
+
+Used by the main job (``python -m recipes``) to tell the user what they got. Imports neither
+torch nor nemo_run: it only reads files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.text.memory import fmt_bytes
+from bridge_plugins.analysis.text.summary import step_ranges, to_text
+from bridge_plugins.jobdir.names import DEFAULT_SNAPSHOT_NAME
+from bridge_plugins.jobdir.scan import UNRECOGNISED_TRACE, NothingToRead, find_artifacts
+
+
+def steps_line(steps: Dict[int, List[List[int]]]) -> str:
+    """'Steps captured per rank: rank 0: 10-14, rank 1: 10-14'; a rank's windows joined by 'and'."""
+    per_rank = []
+    for rank, windows in sorted(steps.items()):
+        text = " and ".join(step_ranges(w) for w in windows if w)
+        if text:
+            per_rank.append(f"rank {rank}: {text}")
+    return "Steps captured per rank: " + ", ".join(per_rank)
+
+
+def report(
+    job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top: int = 10
+) -> Tuple[str, Dict[int, List[List[int]]]]:
+    """A human-readable summary of a job's artifacts, and the steps captured per rank, one list per
+    trace (window): a rank with several windows (on-demand triggers, requeues) keeps them all.
+
+    The figures come from :func:`bridge_plugins.analysis.summarize` (``bridge-plugins summary``);
+    a file it cannot read is listed with the reason instead of failing the whole report.
+    """
+    arts = find_artifacts(job_dir, memory_snapshot_path)
+    try:
+        summary = summarize([p for paths in arts.traces.values() for p in paths], top=top) if arts.traces else None
+    except NothingToRead:
+        summary = None
+    by_file = {t["file"]: t for t in (summary or {}).get("traces", [])}
+    problems = {x["file"]: x["error"] for x in (summary or {}).get("problems", [])}
+    lines: List[str] = []
+    steps: Dict[int, List[List[int]]] = {}
+    for rank in sorted(set(arts.traces) | set(arts.memory)):
+        for p in arts.traces.get(rank, []):
+            t = by_file.get(str(p))
+            if t is None:
+                lines.append(f"  rank {rank}: {p}  unreadable: {problems.get(str(p), 'could not be read')}")
+                continue
+            steps.setdefault(rank, []).append(t["steps"]["captured"])
+            lines.append(
+                f"  rank {rank}: {p}  ({fmt_bytes(p.stat().st_size)}), "
+                f"steps captured: {step_ranges(t['steps']['captured'])}"
+            )
+        for p in arts.memory.get(rank, []):
+            lines.append(f"  rank {rank}: {p}  ({fmt_bytes(p.stat().st_size)}), memory snapshot")
+    for p in arts.nsys:
+        lines.append(f"  nsys: {p}  ({fmt_bytes(p.stat().st_size)})")
+    for p in arts.skipped:
+        lines.append(f"  skipped {p}: {UNRECOGNISED_TRACE}")
+    if not lines:
+        lines.append(f"  (no profiling artifacts under {job_dir})")
+    out = ["Artifacts:"] + lines
+    if by_file:
+        out += ["", to_text(summary).rstrip()]
+    return "\n".join(out), steps

@@ -1,0 +1,159 @@
+"""The summary dict as rich tables for the terminal (``bridge-plugins summary`` without --json).
+
+Renders only what summarize() computed, so the terminal, ``--json`` and the HTML report show the
+same figures.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+NAME_WIDTH = 70
+
+
+def ms(us: Optional[float]) -> str:
+    return "-" if us is None else f"{us / 1000:,.2f}"
+
+
+def pct(part: Optional[float], whole: Optional[float]) -> str:
+    return "-" if part is None or not whole else f"{100 * part / whole:.1f} %"
+
+
+def short(name: str, width: int = NAME_WIDTH) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def step_ranges(steps: List[int]) -> str:
+    if not steps:
+        return "none"
+    if steps == list(range(steps[0], steps[-1] + 1)):
+        return f"{steps[0]}-{steps[-1]}" if len(steps) > 1 else str(steps[0])
+    return ",".join(map(str, steps))
+
+
+def _ranks_table(s: Dict) -> Table:
+    gpu = any(tr["gpu"] for tr in s["traces"])  # CPU-only traces: no GPU columns
+    t = Table(
+        title="Per rank: steps (ms)" + (" and GPU time (ms, share of the GPU span)" if gpu else ""),
+        title_justify="left",
+    )
+    cols = ["rank", "steps", "step min", "median", "max"]
+    cols += ["GPU span", "computation", "communication", "memcpy/set", "idle"] if gpu else []
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("rank", "steps") else "right")
+    for tr in s["traces"]:
+        st, g = tr["steps"], tr["gpu"] or {}
+        row = [str(tr["rank"]), step_ranges(st["captured"]), ms(st["min_us"]), ms(st["median_us"]), ms(st["max_us"])]
+        if gpu:
+            span = g.get("span_us")
+            row += [ms(span) if g else "no GPU events"] + [
+                f"{ms(g.get(k))} ({pct(g.get(k), span)})" if g else "-"
+                for k in ("computation_us", "communication_us", "memory_us", "idle_us")
+            ]
+        t.add_row(*row)
+    return t
+
+
+def _top_table(title: str, rows: List[Dict], value: str, extra: Optional[str] = None) -> Table:
+    t = Table(title=title, title_justify="left")
+    t.add_column("ms", justify="right")
+    t.add_column("calls", justify="right")
+    if extra:
+        t.add_column(extra)
+    t.add_column("name", overflow="fold")
+    for r in rows:
+        t.add_row(ms(r[value]), str(r["calls"]), *([r[extra]] if extra else []), short(r["name"]))
+    return t
+
+
+def _cross_rank_table(group: Dict) -> Table:
+    t = Table(
+        title=f"Across ranks, steps {step_ranges(group['steps'])}: stragglers and who waits on them",
+        title_justify="left",
+    )
+    for col in (
+        "rank",
+        "step median",
+        "vs median",
+        "computation",
+        "vs median",
+        "communication",
+        "vs median",
+        "verdict",
+    ):
+        t.add_column(col, justify="left" if col in ("rank", "verdict") else "right")
+
+    def rel(x):
+        return "-" if x is None else f"{100 * x:+.1f} %"
+
+    for r in group["ranks"]:
+        verdict = (
+            ("straggler (" + ", ".join(r["straggler_reasons"]) + ")")
+            if r["straggler"]
+            else ("waiting" if r["waiting"] else "")
+        )
+        t.add_row(
+            str(r["rank"]),
+            ms(r["step_median_us"]),
+            rel(r["step_vs_median"]),
+            ms(r["computation_us"]),
+            rel(r["computation_vs_median"]),
+            ms(r["communication_total_us"]),
+            rel(r["communication_vs_median"]),
+            Text(verdict, style="bold red" if r["straggler"] else "yellow", no_wrap=True),
+        )
+    return t
+
+
+def renderables(s: Dict) -> List:
+    out: List = []
+    if s["traces"]:
+        out.append(_ranks_table(s))
+        for tr in s["traces"]:
+            if tr["steps"]["note"]:
+                out.append(Text(f"rank {tr['rank']} ({tr['file']}): {tr['steps']['note']}", style="yellow"))
+    for tr in s["traces"]:
+        label = f"rank {tr['rank']} ({Path(tr['file']).name})"
+        if tr["top_cpu_ops"]:
+            out.append(_top_table(f"Top operators by self time (CPU), {label}", tr["top_cpu_ops"], "self_us"))
+        if tr["top_gpu_kernels"]:
+            out.append(_top_table(f"Top GPU kernels by time, {label}", tr["top_gpu_kernels"], "total_us", "type"))
+    for group in s["cross_rank"]:
+        if len(group["ranks"]) > 1:
+            out.append(_cross_rank_table(group))
+    if s["memory"]:
+        from bridge_plugins.analysis.text.memory import brief  # memory figures: the memory/report helper's module
+
+        out.append(Text(brief(s["memory"]) or "Memory snapshots: " + ", ".join(s["memory"]["snapshots"])))
+    return out
+
+
+def to_text(s: Dict, width: int = 160) -> str:
+    """Plain text (no colour) of the tables, for logs and the main job's end-of-run summary."""
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(Group(*renderables(s)))
+    return console.export_text()
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """``summary DIR | head``: let the CLI end with status 0 (rich itself exits with status 1)."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
+def console() -> Console:
+    """The terminal's width on a terminal; 160 columns into a pipe or file (rich would use 80)."""
+    return _Console() if sys.stdout.isatty() else _Console(width=160)
+
+
+def print_summary(s: Dict, console: Console) -> None:
+    for r in renderables(s):
+        console.print(r)

@@ -1,0 +1,153 @@
+"""Stream a Chrome trace (``.json`` or ``.json.gz``) event by event, never holding the file in memory.
+
+Why streaming: a trace of a long window is GBs of JSON; ``json.load`` needs several times that in
+RAM (HTA users report 950 GB for 200 GB of traces). ijson parses incrementally, with its C
+backend (yajl2_c) where installed, and returns floats rather than Decimals (``use_float``).
+
+The header (``distributedInfo``, ``deviceProperties``...) is what comes before ``traceEvents``, which
+is where Kineto writes it; keys written after the events (``traceName``, ``baseTimeNanoseconds``)
+are not read. Every way a file can be unreadable becomes :class:`TraceError` with a one-line
+message naming the file, so callers can list it and go on with the other files.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Dict, Optional, Tuple
+
+import ijson
+
+from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
+
+try:  # the C backend is ~10x faster; fall back to whatever ijson picked
+    _ijson = ijson.get_backend("yajl2_c")
+except (ImportError, ValueError):
+    _ijson = ijson
+_python_backend = ijson.get_backend("python")
+
+
+class TraceError(Exception):
+    """A file that cannot be read as a trace: ``str(e)`` is '<file>: <what is wrong>'."""
+
+
+@contextmanager
+def _open(path: Path, replace_bad_utf8: bool):
+    with open_regular(path) as raw:
+        fh = gzip.GzipFile(fileobj=raw, mode="rb") if path.name.endswith(".gz") else raw
+        if replace_bad_utf8:
+            # Names in traces are C++ symbols and Python frames; a stray invalid byte must not cost the file.
+            fh = _Utf8Bytes(io.TextIOWrapper(fh, encoding="utf-8", errors="replace"))
+        yield fh
+
+
+class _Utf8Bytes(io.RawIOBase):
+    """Re-encode a text stream (invalid bytes already replaced) to UTF-8 for ijson's byte reader."""
+
+    def __init__(self, text):
+        self._text, self._pending = text, b""
+
+    def readable(self):
+        return True
+
+    def read(self, n=-1):
+        while n < 0 or len(self._pending) < n:
+            chunk = self._text.read(65536 if n < 0 else max(n, 65536))
+            if not chunk:
+                break
+            self._pending += chunk.encode("utf-8")
+        out, self._pending = (self._pending, b"") if n < 0 else (self._pending[:n], self._pending[n:])
+        return out
+
+    def readinto(self, b):  # what yajl2_c calls (a RawIOBase without it raises NotImplementedError)
+        out = self.read(len(b))
+        b[: len(out)] = out
+        return len(out)
+
+    def close(self):
+        self._text.close()
+        super().close()
+
+
+def _header(fh, backend) -> Tuple[Dict, bool]:
+    """Top-level keys before ``traceEvents``, and whether ``traceEvents`` was reached."""
+    header: Dict = {}
+    key, builder = None, None
+    for prefix, event, value in backend.parse(fh, use_float=True):
+        if prefix == "":
+            if event == "start_map":
+                continue
+            if event not in ("map_key", "end_map"):
+                raise TraceError("the top level is not a JSON object, so this is not a Chrome trace")
+            if builder is not None:
+                header[key] = builder.value
+            if event == "end_map" or value == "traceEvents":
+                return header, event == "map_key"
+            key, builder = value, ijson.ObjectBuilder()
+        elif builder is not None:
+            builder.event(event, value)
+    return header, False
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, (EOFError, zlib.error)) or "end of stream" in str(e).lower():
+        return "truncated gzip stream (the file was cut off while being written or copied)"
+    if isinstance(e, gzip.BadGzipFile):
+        return f"not a gzip file ({e})"
+    if isinstance(e, ijson.JSONError):
+        msg = " ".join(str(e).split())[:160]
+        return f"not valid JSON ({msg})" if msg else "not valid JSON (the file ends early)"
+    if isinstance(e, OSError):
+        return e.strerror or str(e)
+    return f"{type(e).__name__}: {e}"
+
+
+def _retry_with(e: BaseException, replace_bad_utf8: bool, backend) -> Optional[Tuple[bool, object]]:
+    """The next way to read a file that failed with ``e``, or None if no other way can help.
+
+    yajl2_c refuses invalid UTF-8 and integers past 64 bits (Kineto writes uint64 addresses), both
+    valid in a trace: reread with bad bytes replaced, then with ijson's pure-Python backend.
+    """
+    msg = str(e).lower()
+    if (isinstance(e, UnicodeDecodeError) or "utf" in msg) and not replace_bad_utf8:
+        return True, backend
+    if "overflow" in msg and backend is not _python_backend:
+        return replace_bad_utf8, _python_backend
+    return None
+
+
+def read_trace(path: Path, on_header: Callable[[Dict], None], on_event: Callable[[Dict], None]) -> None:
+    """Call ``on_header(header)``, then ``on_event(event)`` for every element of traceEvents.
+
+    ``on_header`` starts the file: it is called again, and the caller must drop what it gathered,
+    if the file is reread another way (see _retry_with). Raises TraceError for a file that is
+    missing, not gzip, truncated, not JSON or not a trace.
+    """
+    path = Path(path)
+    replace_bad_utf8, backend = False, _ijson
+    while True:
+        try:
+            with _open(path, replace_bad_utf8) as fh:
+                header, has_events = _header(fh, backend)
+            if not has_events:
+                raise TraceError(f"{path}: no traceEvents list, so this is not a Chrome trace")
+            on_header(header)
+            with _open(path, replace_bad_utf8) as fh:
+                for event in backend.items(fh, "traceEvents.item", use_float=True):
+                    if isinstance(event, dict):
+                        on_event(event)
+            return
+        except TraceError as e:
+            raise TraceError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
+        except NotARegularFile as e:
+            raise TraceError(f"{path}: {e}") from None
+        except (UnicodeDecodeError, ijson.JSONError) as e:
+            retry = _retry_with(e, replace_bad_utf8, backend)
+            if retry is None:
+                raise TraceError(f"{path}: {_describe(e)}") from None
+            replace_bad_utf8, backend = retry
+        except (OSError, EOFError, zlib.error, ValueError) as e:
+            raise TraceError(f"{path}: {_describe(e)}") from None

@@ -1,0 +1,126 @@
+"""Read a foreign profiling config (Megatron Bridge's, Megatron-LM's) into our ProfilingConfig.
+
+Megatron Bridge users keep their ``ConfigContainer.profiling`` when they switch to our controller,
+so nothing they set may vanish or quietly change meaning. Field by field, as of Megatron Bridge
+0.3.1 and its main branch (whose ProfilingConfig extends Megatron-LM's):
+
+* Same name, same meaning, copied: ``use_nsys_profiler``, ``use_pytorch_profiler``,
+  ``profile_step_start``, ``profile_step_end`` (our window is exactly ``start <= step < end`` for
+  both profilers), ``profile_ranks``, ``record_memory_history``, ``memory_snapshot_path``
+  (``<stem>_<rank><suffix>``), ``record_shapes``, ``pytorch_profiler_collect_shapes``,
+  ``pytorch_profiler_collect_callstack``, ``pytorch_profiler_collect_chakra``, ``nvtx_ranges``.
+* Copied, but the meaning differs, so a warning names the field when it matters:
+  ``profile_ranks=[]`` with memory history (Megatron Bridge records memory on no rank, we record it
+  on every rank); a relative ``memory_snapshot_path`` with memory history (Megatron Bridge writes
+  it under the working directory, we under ``output_dir``); ``nvtx_ranges=True`` without nsys
+  (NVTX ranges are seen only by nsys, so it does nothing).
+* Any other field that holds a non-default value is named in a warning and ignored.
+
+Warnings go to the ``bridge_plugins`` logger, which the job's logs show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any, Dict, List
+
+from bridge_plugins.config.profiling import DEFAULT_OUTPUT_DIR, ProfilingConfig, field_defaults
+
+log = logging.getLogger("bridge_plugins")
+
+
+def _source_name(obj: Any) -> str:
+    cls = type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _read(obj: Any) -> Dict[str, Any]:
+    """The object's fields and values: a dataclass, a mapping (OmegaConf DictConfig too), or attributes."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): obj[k] for k in obj}
+    if hasattr(obj, "__dict__"):
+        return dict(vars(obj))
+    raise TypeError(
+        f"cannot read a profiling config from {obj!r} ({_source_name(obj)}); pass a dataclass, "
+        f"a mapping of ProfilingConfig fields, or an object with those attributes"
+    )
+
+
+def _foreign_defaults(obj: Any) -> Dict[str, Any]:
+    if not (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
+        return {}
+    out = {}
+    for f in dataclasses.fields(obj):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def _is_set(name: str, value: Any, defaults: Mapping[str, Any]) -> bool:
+    """Whether a field we do not support holds something other than its default (falsy when unknown)."""
+    if name in defaults:
+        try:
+            return bool(value != defaults[name])
+        except Exception:  # values that do not compare cleanly count as set
+            return True
+    return bool(value)
+
+
+def _plain(value: Any) -> Any:
+    """A list for any non-string sequence (OmegaConf's ListConfig, tuples), else the value."""
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping, os.PathLike)):
+        return list(value)
+    return value
+
+
+def profiling_config_from_object(obj: Any) -> ProfilingConfig:
+    """Our ProfilingConfig from ``obj``; see the module docstring for what is copied and what warns."""
+    if isinstance(obj, ProfilingConfig):
+        return obj
+    source = _source_name(obj)
+    values = _read(obj)
+    ours = field_defaults()
+    shared = {k: _plain(v) for k, v in values.items() if k in ours}
+    if not shared:
+        raise TypeError(
+            f"{source} has none of ProfilingConfig's fields (got {sorted(values)[:10]}); pass the "
+            f"profiling section itself (e.g. cfg.profiling), not the whole config"
+        )
+    defaults = _foreign_defaults(obj)
+    ignored = [k for k, v in values.items() if k not in ours and not k.startswith("_") and _is_set(k, v, defaults)]
+    for name in ignored:
+        log.warning("%s.%s=%r is not supported by bridge-plugins and is ignored", source, name, values[name])
+    try:
+        cfg = ProfilingConfig(**shared)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"from {source}: {e}") from None
+    for message in _meaning_differences(cfg):
+        log.warning("%s: %s", source, message)
+    return cfg
+
+
+def _meaning_differences(cfg: ProfilingConfig) -> List[str]:
+    """Shared fields whose Megatron Bridge meaning differs from ours for these values."""
+    out = []
+    if cfg.record_memory_history and cfg.profile_ranks == []:
+        out.append(
+            "profile_ranks=[] records memory history on every rank here "
+            "(Megatron Bridge records it on none); list the ranks to record"
+        )
+    path = os.path.expanduser(cfg.memory_snapshot_path)
+    if cfg.record_memory_history and not os.path.isabs(path):
+        where = os.path.join(cfg.output_dir or DEFAULT_OUTPUT_DIR, cfg.memory_snapshot_path)
+        out.append(
+            f"memory_snapshot_path={cfg.memory_snapshot_path!r} is relative: snapshots go to {where!r} "
+            f"(under output_dir; Megatron Bridge writes it under the working directory)"
+        )
+    if cfg.nvtx_ranges and not cfg.use_nsys_profiler:
+        out.append("nvtx_ranges=True does nothing without use_nsys_profiler: NVTX ranges are seen only by nsys")
+    return out

@@ -1,0 +1,239 @@
+"""The files through which ``bridge-plugins trigger`` asks a running job to profile its next steps.
+
+Layout under the job's ``output_dir`` (the directory the plugins set to the job directory)::
+
+    on_demand/progress.json         rank 0's progress: step, steps/s, poll interval, ...; replaced
+                                    atomically every poll interval, state "finished" at the end
+    on_demand/requests/<id>.json    one request per trigger, published atomically, never rewritten
+
+Why files and an absolute start step: every rank reads the same request file on the shared file
+system and opens its window when its own global step reaches ``start``, so the selected ranks
+capture the same steps without a collective and cannot disagree. The trigger picks ``start`` far
+enough ahead (from the published step rate and the poll interval) that every rank has read the
+request before reaching it; a rank that reads it too late logs it as stale and ignores it.
+
+Reading is defensive because anyone who can write the directory can put anything there: a request
+that is a symlink, not a regular file, too large (``on_demand_files``), not JSON, or has wrong types
+is rejected with a :class:`ProtocolError` naming the file and the problem. Standard library and
+bridge_plugins.config.profiling only (neither torch nor nemo_run): the CLI and the job both import this module.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+from bridge_plugins.config.profiling import is_int
+from bridge_plugins.jobdir.on_demand_files import MAX_FILE_BYTES as MAX_FILE_BYTES  # re-exported: part of the protocol
+from bridge_plugins.jobdir.on_demand_files import PathLike, ProtocolError, read_json_file, write_hidden_tmp
+from bridge_plugins.jobdir.own_dirs import real_dir_below
+
+ON_DEMAND_DIR = "on_demand"
+PROGRESS_FILE = "progress.json"
+REQUESTS_DIR = "requests"
+POLL_ENV = "BRIDGE_ON_DEMAND_POLL_S"
+"""Seconds between two polls of the requests directory (default 1); larger eases a shared file system."""
+DEFAULT_POLL_S = 1.0
+MAX_STEPS = 1000
+"""The longest on-demand window: a PyTorch trace of more steps is rarely readable and can be huge."""
+
+_REQUEST_NAME = re.compile(r"^(\d{1,18})\.json$")
+
+
+def poll_interval(environ=None) -> float:
+    """The poll interval in seconds: ``$BRIDGE_ON_DEMAND_POLL_S`` if it is a number in (0, 3600], else 1."""
+    raw = (os.environ if environ is None else environ).get(POLL_ENV, "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_POLL_S
+    return value if 0 < value <= 3600 else DEFAULT_POLL_S
+
+
+def on_demand_dir(output_dir: PathLike) -> Path:
+    return Path(output_dir) / ON_DEMAND_DIR
+
+
+def requests_dir(output_dir: PathLike) -> Path:
+    return on_demand_dir(output_dir) / REQUESTS_DIR
+
+
+def progress_path(output_dir: PathLike) -> Path:
+    return on_demand_dir(output_dir) / PROGRESS_FILE
+
+
+# ----------------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class Request:
+    """Profile global steps ``start <= step < end`` on ``ranks`` (empty: every rank)."""
+
+    id: int
+    start: int
+    end: int
+    ranks: Tuple[int, ...] = ()
+    memory: bool = False
+    created: float = 0.0
+
+    def selects(self, rank: int) -> bool:
+        return not self.ranks or rank in self.ranks
+
+    def overlaps(self, start: int, end: int) -> bool:
+        return self.start < end and start < self.end
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What rank 0 publishes. ``step`` began at ``step_time`` (epoch seconds); ``steps_per_s`` is
+    None until two distinct steps were seen. ``window`` is the configured window [start, end)."""
+
+    state: str  # "running" or "finished"
+    step: Optional[int]
+    step_time: Optional[float]
+    steps_per_s: Optional[float]
+    written: float
+    poll_interval_s: float
+    world_size: int
+    window: Optional[Tuple[int, int]] = None
+    pid: int = 0
+    host: str = ""
+
+
+def _is_num(v) -> bool:
+    return (is_int(v) or isinstance(v, float)) and math.isfinite(v)
+
+
+# ----------------------------------------------------------------------------- reading
+_REQUEST_KEYS = {"id", "start", "end", "ranks", "memory", "created"}
+
+
+def parse_request(data: dict, where: str = "request", expected_id: Optional[int] = None) -> Request:
+    """Validate a request's fields; ProtocolError naming the first bad one."""
+    missing, unknown = sorted(_REQUEST_KEYS - set(data)), sorted(set(data) - _REQUEST_KEYS)
+    if missing or unknown:
+        raise ProtocolError(
+            f"{where}: missing keys {missing}, unknown keys {unknown}; expected {sorted(_REQUEST_KEYS)}"
+        )
+    for key in ("id", "start", "end"):
+        if not is_int(data[key]) or data[key] < 0:
+            raise ProtocolError(f"{where}: {key}={data[key]!r} must be an int >= 0")
+    rid, start, end = data["id"], data["start"], data["end"]
+    if expected_id is not None and rid != expected_id:
+        raise ProtocolError(f"{where}: id={rid} differs from the {expected_id} in its file name")
+    if not 0 < end - start <= MAX_STEPS:
+        raise ProtocolError(f"{where}: steps {start}..{end} (end exclusive) must span 1 to {MAX_STEPS} steps")
+    ranks = data["ranks"]
+    if not isinstance(ranks, list) or not all(is_int(r) and r >= 0 for r in ranks) or len(set(ranks)) != len(ranks):
+        raise ProtocolError(f"{where}: ranks={ranks!r} must be a list of distinct ints >= 0 ([] = every rank)")
+    if not isinstance(data["memory"], bool):
+        raise ProtocolError(f"{where}: memory={data['memory']!r} must be true or false")
+    if not _is_num(data["created"]):
+        raise ProtocolError(f"{where}: created={data['created']!r} must be a number (epoch seconds)")
+    return Request(rid, start, end, tuple(ranks), data["memory"], float(data["created"]))
+
+
+def read_request(path: PathLike) -> Request:
+    m = _REQUEST_NAME.match(Path(path).name)
+    if not m:
+        raise ProtocolError(f"{path}: not a request file name (<id>.json)")
+    return parse_request(read_json_file(path), str(path), int(m.group(1)))
+
+
+def list_requests(output_dir: PathLike, create: bool = False) -> List[Tuple[str, Path]]:
+    """(name, path) of every visible entry in the requests directory, sorted by request id, names
+    that are not ``<id>.json`` last. Hidden names (temporary files of a writer) are skipped.
+
+    The directory is made first with ``create``; a planted symlink on the way is refused
+    (``own_dirs.UnsafeDirectoryError``), so no request is read from a directory someone else chose."""
+    directory = requests_dir(output_dir)
+    try:
+        real_dir_below(output_dir, directory, create)
+        names = [n for n in os.listdir(directory) if not n.startswith(".")]
+    except FileNotFoundError:
+        return []
+
+    def key(name: str):
+        m = _REQUEST_NAME.match(name)
+        return (0, int(m.group(1)), name) if m else (1, 0, name)
+
+    return [(n, directory / n) for n in sorted(names, key=key)]
+
+
+def valid_requests(output_dir: PathLike) -> List[Request]:
+    """Every request that parses, in id order (the trigger's view of what is already asked)."""
+    out = []
+    for _name, path in list_requests(output_dir):
+        try:
+            out.append(read_request(path))
+        except ProtocolError:
+            continue
+    return out
+
+
+def read_progress(output_dir: PathLike) -> Progress:
+    data = read_json_file(progress_path(output_dir))
+    where = str(progress_path(output_dir))
+    try:
+        window = data.get("window")
+        progress = Progress(**{**data, "window": tuple(window) if window is not None else None})
+    except TypeError as e:
+        raise ProtocolError(f"{where}: unexpected fields ({e})") from None
+    ok = (
+        progress.state in ("running", "finished")
+        and (progress.step is None or is_int(progress.step))
+        and all(v is None or _is_num(v) for v in (progress.step_time, progress.steps_per_s))
+        and _is_num(progress.written)
+        and _is_num(progress.poll_interval_s)
+        and progress.poll_interval_s > 0
+        and is_int(progress.world_size)
+        and progress.world_size > 0
+        and (progress.window is None or (len(progress.window) == 2 and all(is_int(v) for v in progress.window)))
+    )
+    if not ok:
+        raise ProtocolError(f"{where}: a field has the wrong type or value: {data}")
+    return progress
+
+
+# ----------------------------------------------------------------------------- writing
+def write_progress(output_dir: PathLike, progress: Progress) -> None:
+    """Replace progress.json atomically (a reader sees the old or the new file, never a half).
+    No fsync: it is rewritten every poll interval and worthless after a crash."""
+    tmp = write_hidden_tmp(output_dir, on_demand_dir(output_dir), json.dumps(asdict(progress)), durable=False)
+    try:
+        os.replace(tmp, progress_path(output_dir))
+    except BaseException:  # something in the way: leave no temp file behind (this runs every poll)
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def new_progress(**fields) -> Progress:
+    return Progress(written=time.time(), pid=os.getpid(), host=socket.gethostname(), **fields)
+
+
+def publish_request(output_dir: PathLike, start: int, end: int, ranks: Sequence[int], memory: bool) -> Request:
+    """Write ``requests/<id>.json`` with the next free id; never replaces an existing request.
+
+    ``os.link`` publishes the complete file under its final name or fails if the name exists,
+    so two triggers at once get different ids, and a job never reads a half-written request.
+    """
+    directory = requests_dir(output_dir)
+    ids = [int(m.group(1)) for n, _ in list_requests(output_dir, create=True) if (m := _REQUEST_NAME.match(n))]
+    rid = max(ids, default=0) + 1
+    for _ in range(1000):
+        req = Request(rid, start, end, tuple(ranks), memory, time.time())
+        text = json.dumps({**asdict(req), "ranks": list(req.ranks)})
+        tmp = write_hidden_tmp(output_dir, directory, text, durable=True)
+        try:
+            os.link(tmp, directory / f"{rid}.json")
+            return req
+        except FileExistsError:
+            rid += 1
+        finally:
+            tmp.unlink()
+    raise OSError(f"no free request id in {directory}")

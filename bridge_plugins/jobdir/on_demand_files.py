@@ -1,0 +1,77 @@
+"""The file mechanics under the on-demand protocol: read a file anyone may have put there, publish
+one that no reader sees half-written.
+
+Apart from the formats (``on_demand``) because these rules hold for every file of the protocol:
+a request or progress file is read only if it is a small regular file, not a symlink or a FIFO,
+and every file is written under a hidden temporary name first, then moved or linked into place,
+in a directory below output_dir that is a real one, never a planted symlink (``own_dirs``).
+Standard library only: the CLI and the job both import this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+from bridge_plugins.jobdir.own_dirs import PathLike, real_dir_below
+
+MAX_FILE_BYTES = 64 * 1024
+
+
+class ProtocolError(ValueError):
+    """A request or progress file that cannot be used; the message names the file and why."""
+
+
+def read_json_file(path: PathLike) -> dict:
+    """A small JSON object from a regular file that is not a symlink; ProtocolError otherwise.
+
+    O_NOFOLLOW refuses symlinks, O_NONBLOCK keeps a FIFO from blocking the reader, and the size
+    is checked on the open descriptor before reading.
+    """
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise ProtocolError(f"{path} is a symlink; only regular files are read")
+        fd = os.open(path, flags)
+    except ProtocolError:
+        raise
+    except OSError as e:
+        raise ProtocolError(f"{path} cannot be opened ({e.strerror or e})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ProtocolError(f"{path} is not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise ProtocolError(f"{path} is {st.st_size} bytes, more than the {MAX_FILE_BYTES} a request may have")
+        raw = os.read(fd, MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ProtocolError(f"{path} is not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ProtocolError(f"{path} holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def write_hidden_tmp(output_dir: PathLike, directory: Path, text: str, durable: bool) -> Path:
+    """Write ``text`` to a new hidden file in ``directory`` (below ``output_dir``; readers skip hidden
+    names); the caller moves or links it into place. ``durable`` fsyncs it first, for a file that
+    must survive a crash."""
+    real_dir_below(output_dir, directory)
+    tmp = directory / f".tmp.{os.getpid()}.{time.monotonic_ns()}"
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            f.write(text)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+    except BaseException:  # a full disk: leave nothing behind (this runs every poll)
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp

@@ -1,0 +1,139 @@
+"""Which files to read: a job directory's artifacts (by :mod:`bridge_plugins.jobdir.names`) or files named.
+
+In a directory, our traces and snapshots are recognised by the names the writer gives them.
+Files that look like a trace but whose name we do not recognise (renamed, another tool's) are
+skipped with a message rather than guessed at. Dot-names and everything under a hidden directory
+are not looked at: the writer stages each file in ``.<stem>.XXX.tmp/`` (left behind only by a
+SIGKILL) and it is never an artifact. :func:`scan_job_dir` is the one scan of a job directory;
+:func:`find_artifacts` groups it by kind and rank for the main job. Files named explicitly are taken as
+they are: ``*.json``/``*.json.gz`` as traces, ``*.pickle``/``*.pkl`` as memory snapshots.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Union
+
+from bridge_plugins.jobdir import names as artifact_names
+
+_TRACE_ENDINGS = (".json", ".json.gz")
+UNRECOGNISED_TRACE = "not a trace name bridge-plugins writes (rank<R>_steps<A>-<B>...); name the file itself to read it"
+_SNAPSHOT_ENDINGS = (".pickle", ".pkl")
+
+
+class NothingToRead(Exception):
+    """No input could be read at all: ``str(e)`` is the one-line reason."""
+
+
+@dataclass
+class Inputs:
+    """Traces and snapshots to read, and a one-line problem per file or path that was skipped."""
+
+    traces: List[Path] = field(default_factory=list)
+    snapshots: List[Path] = field(default_factory=list)
+    problems: List[Dict[str, str]] = field(default_factory=list)
+
+    def problem(self, path: Union[str, Path], error: str) -> None:
+        self.problems.append({"file": str(path), "error": error})
+
+
+@dataclass
+class JobFiles:
+    """A job directory's files: artifacts by their parsed names, and trace-like files we did not name."""
+
+    artifacts: List[artifact_names.ArtifactName] = field(default_factory=list)
+    unrecognised: List[Path] = field(default_factory=list)
+
+
+def scan_job_dir(job_dir: Path, snapshot_name: str = artifact_names.DEFAULT_SNAPSHOT_NAME) -> JobFiles:
+    """Every regular file under ``job_dir`` (in path order), skipping dot-names and hidden directories."""
+    paths = []
+    for root, dirs, files in os.walk(job_dir):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        paths += [Path(root, f) for f in files if not f.startswith(".")]
+    found = JobFiles()
+    for p in sorted(paths):
+        if not p.is_file():
+            continue
+        name = artifact_names.parse(p, snapshot_name)
+        if name is not None:
+            found.artifacts.append(name)
+        elif p.name.endswith((artifact_names.TORCH_TRACE_SUFFIX, ".pt.trace.json")):  # also an uncompressed one
+            found.unrecognised.append(p)
+    return found
+
+
+def _from_directory(job_dir: Path, found: Inputs) -> None:
+    before = len(found.traces) + len(found.snapshots)
+    scanned = scan_job_dir(job_dir)
+    for name in scanned.artifacts:
+        if name.kind == "torch_trace":
+            found.traces.append(name.path)
+        elif name.kind in ("memory_snapshot", "oom_snapshot"):
+            found.snapshots.append(name.path)
+    for p in scanned.unrecognised:
+        found.problem(p, UNRECOGNISED_TRACE)
+    if len(found.traces) + len(found.snapshots) == before:
+        found.problem(
+            job_dir,
+            "no profiling artifacts (traces or memory snapshots) in this directory; to read files named otherwise, "
+            f"name the files (e.g. {job_dir}/*.json.gz)",
+        )
+
+
+def find_inputs(paths: Sequence[Union[str, Path]]) -> Inputs:
+    """Sort job directories and files into traces and snapshots. Raises NothingToRead if none."""
+    found = Inputs()
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            _from_directory(p, found)
+        elif not p.exists():
+            found.problem(p, "no such file or directory")
+        elif not p.is_file():  # a FIFO or device would block the read forever
+            found.problem(p, "not a regular file")
+        elif getattr(artifact_names.parse(p), "kind", None) == "chakra_trace":
+            found.problem(p, "a Chakra execution trace (operator graph), not a Chrome trace with times")
+        elif p.name.endswith(_TRACE_ENDINGS):
+            found.traces.append(p)
+        elif p.name.endswith(_SNAPSHOT_ENDINGS):
+            found.snapshots.append(p)
+        else:
+            found.problem(p, "not a trace (.json, .json.gz) or a memory snapshot (.pickle)")
+    found.traces = list(dict.fromkeys(found.traces))  # a file named twice (or in a directory also named) counts once
+    found.snapshots = list(dict.fromkeys(found.snapshots))
+    if not found.traces and not found.snapshots:
+        raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems) or "no input given")
+    return found
+
+
+def rank_from_name(path: Path) -> Optional[int]:
+    """The rank in one of our trace names, or None."""
+    name = artifact_names.parse(path)
+    return name.rank if name is not None and name.kind == "torch_trace" else None
+
+
+@dataclass
+class Artifacts:
+    """Profiling files found under a job directory, by kind and rank."""
+
+    traces: Dict[int, List[Path]] = field(default_factory=dict)
+    memory: Dict[int, List[Path]] = field(default_factory=dict)
+    nsys: List[Path] = field(default_factory=list)
+    skipped: List[Path] = field(default_factory=list)  # look like traces, but not a name we write
+
+
+def find_artifacts(job_dir: Path, memory_snapshot_path: str = artifact_names.DEFAULT_SNAPSHOT_NAME) -> Artifacts:
+    """Every artifact under ``job_dir`` (the scan of :func:`bridge_plugins.jobdir.scan.scan_job_dir`), by rank."""
+    scanned = scan_job_dir(Path(job_dir), Path(memory_snapshot_path).name)
+    found = Artifacts(skipped=scanned.unrecognised)
+    for name in scanned.artifacts:
+        if name.kind == "torch_trace":
+            found.traces.setdefault(name.rank, []).append(name.path)
+        elif name.kind in ("memory_snapshot", "oom_snapshot"):
+            found.memory.setdefault(name.rank, []).append(name.path)
+        elif name.kind == "nsys_report":
+            found.nsys.append(name.path)
+    return found

@@ -1,0 +1,105 @@
+"""The GPU breakdown's definitions on a hand-made trace whose answer is known to the microsecond."""
+
+from __future__ import annotations
+
+import json
+
+from bridge_plugins.analysis.summarize import summarize
+
+
+def kernel(name, ts, dur, corr, stream=7, cat="kernel"):
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 0,
+        "tid": stream,
+        "ts": ts,
+        "dur": dur,
+        "args": {"stream": stream, "correlation": corr, "device": 0},
+    }
+
+
+def launch(ts, corr):
+    return {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": "cudaLaunchKernel",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "dur": 1,
+        "args": {"correlation": corr},
+    }
+
+
+def step(n, ts, dur):
+    return {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+
+def write(tmp_path, events):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": events}))
+    return p
+
+
+def test_overlapping_streams_split_into_computation_communication_memory_idle(tmp_path):
+    events = [
+        step(1, 1000, 20),
+        step(2, 1020, 20),
+        launch(1001, 1),
+        launch(1002, 2),
+        launch(1003, 3),
+        launch(1021, 4),
+        launch(1022, 5),
+        kernel("gemm", 1100, 10, 1),  # computation [0, 10)
+        kernel("ncclDevKernel_AllReduce_Sum", 1105, 15, 2, stream=9),  # communication [5, 20), half hidden
+        kernel("Memcpy DtoH (Device -> Pageable)", 1118, 7, 3, cat="gpu_memcpy"),  # memory [18, 25)
+        kernel("gemm", 1130, 10, 4),  # computation [30, 40)
+        kernel("cudaStreamSync", 1131, 2, 5),  # "other": not computation
+        kernel("gemm", 1200, 50, 99),  # no CPU launch: dropped
+        kernel("gemm", 1300, 50, 6),  # launched after the last step: dropped
+        launch(1045, 6),
+    ]
+    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
+    assert t["gpu"] == {
+        "span_us": 40.0,
+        "computation_us": 20.0,
+        "communication_us": 10.0,
+        "memory_us": 5.0,
+        "idle_us": 5.0,
+        "communication_total_us": 15.0,
+        "gpu_events": 5,
+        "gpu_events_dropped": 2,
+    }
+    types = {r["name"]: (r["type"], r["calls"], r["total_us"]) for r in t["top_gpu_kernels"]}
+    assert types == {
+        "gemm": ("computation", 2, 20.0),
+        "ncclDevKernel_AllReduce_Sum": ("communication", 1, 15.0),
+        "Memcpy DtoH (Device -> Pageable)": ("memory", 1, 7.0),
+        "cudaStreamSync": ("other", 1, 2.0),
+    }
+    assert t["steps"]["captured"] == [1, 2] and t["steps"]["median_us"] == 20.0
+
+
+def test_one_step_keeps_every_gpu_event_as_hta_does(tmp_path):
+    events = [step(1, 1000, 20), launch(1001, 1), kernel("gemm", 1100, 10, 1), kernel("gemm", 1200, 10, 99)]
+    (t,) = summarize([write(tmp_path, events)])["traces"]
+    assert t["gpu"]["gpu_events"] == 2 and t["gpu"]["span_us"] == 110.0 and t["gpu"]["idle_us"] == 90.0
+
+
+def test_self_time_subtracts_nested_operators_on_the_same_thread(tmp_path):
+    def op(name, ts, dur, tid=1):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+    events = [
+        op("outer", 0, 100),
+        op("inner", 10, 30),
+        op("leaf", 15, 5),
+        op("inner", 50, 20),
+        op("outer", 0, 50, tid=2),
+    ]
+    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
+    rows = {r["name"]: (r["self_us"], r["total_us"], r["calls"]) for r in t["top_cpu_ops"]}
+    assert rows == {"outer": (100.0, 150.0, 2), "inner": (45.0, 50.0, 2), "leaf": (5.0, 5.0, 1)}
+    assert t["gpu"] is None

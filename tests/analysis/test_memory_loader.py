@@ -1,0 +1,100 @@
+"""Loading snapshots never runs code from the file; files that are not snapshots get one clear line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from bridge_plugins.cli import main
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+class _CreatesFile:
+    """Unpickling this calls open(target, "w"): the file appears if the loader runs the pickle's code."""
+
+    def __init__(self, target: Path):
+        self.target = str(target)
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))
+
+
+def _hostile_snapshot(target: Path, protocol: int) -> bytes:
+    """A dict shaped like a snapshot, with the payload hidden inside a segment."""
+    return pickle.dumps(
+        {"segments": [{"blocks": [], "total_size": 0, "x": _CreatesFile(target)}], "device_traces": []},
+        protocol=protocol,
+    )
+
+
+def _run(capsys, *argv):
+    rc = main(["memory", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_the_hostile_payload_really_creates_a_file_with_plain_pickle(tmp_path):
+    """Proves the next test can fail: plain pickle.loads runs the payload."""
+    target = tmp_path / "pwned_by_plain_pickle"
+    pickle.loads(_hostile_snapshot(target, 4))
+    assert target.exists()
+
+
+@pytest.mark.parametrize("protocol", [0, 2, 4, 5])
+def test_hostile_pickle_is_refused_and_creates_no_file(tmp_path, capsys, protocol):
+    target = tmp_path / "pwned"
+    snap = tmp_path / "memory_snapshot_0.pickle"
+    snap.write_bytes(_hostile_snapshot(target, protocol))
+    rc, out, err = _run(capsys, snap)
+    assert rc == 2
+    assert not target.exists()
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert str(snap) in err
+    if protocol == 0:  # torch never writes protocol 0: refused before unpickling starts
+        assert "not a CUDA memory snapshot" in err
+    else:
+        assert "refusing to load: the pickle references io.open" in err
+
+
+@pytest.mark.parametrize(
+    "name, content, expect",
+    [
+        ("trace.json", json.dumps({"traceEvents": []}).encode(), "not a CUDA memory snapshot"),
+        ("trace.json.gz", gzip.compress(b'{"traceEvents": []}'), "not a CUDA memory snapshot"),
+        ("empty.pickle", b"", "not a CUDA memory snapshot"),
+        ("truncated.pickle", (FIXTURES / "memory_schema.pickle").read_bytes()[:1000], "not a readable pickle"),
+        ("ints.pickle", pickle.dumps([1, 2, 3]), "malformed entry"),
+        ("tensor_state.pickle", pickle.dumps({"weight": [0.1, 0.2]}), "without a 'segments' list"),
+        ("bad_traces.pickle", pickle.dumps({"segments": [], "device_traces": {"0": []}}), "'device_traces'"),
+        (
+            "bad_entry.pickle",
+            pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "size": "x"}]]}),
+            "malformed entry",
+        ),
+    ],
+)
+def test_other_formats_get_one_line_naming_the_file(tmp_path, capsys, name, content, expect):
+    path = tmp_path / name
+    path.write_bytes(content)
+    rc, out, err = _run(capsys, path)
+    assert (rc, out) == (2, "")
+    assert err.startswith(f"bridge-plugins memory: error: {path}: ") and err.count("\n") == 1, err
+    assert expect in err
+
+
+def test_missing_file_and_directory(tmp_path, capsys):
+    for path in (tmp_path / "nope.pickle", tmp_path):
+        rc, _, err = _run(capsys, path)
+        assert rc == 2 and str(path) in err and "cannot read" in err and err.count("\n") == 1
+
+
+def test_bad_compare_file_is_named(tmp_path, capsys):
+    other = tmp_path / "other.pickle"
+    other.write_text("hello")
+    rc, _, err = _run(capsys, FIXTURES / "memory_schema.pickle", "--compare", other)
+    assert rc == 2 and str(other) in err

@@ -1,0 +1,103 @@
+"""Two memory-history windows of one process share torch's one recorder (CPU, with a CUDA stand-in).
+
+torch has one CUDA memory-history recorder per process. A configured window and an on-demand
+window (``bridge-plugins trigger --memory``) can both be recording: the on-demand one is accepted,
+and starts recording, while the configured one still runs. The first to end used to switch
+recording off for both, so the later snapshot missed everything after that point. And every
+window attached one more out-of-memory observer that torch never lets go.
+
+There is no GPU in CI, so the three torch.cuda calls the backend makes are replaced by a tiny
+stand-in (``CudaStandIn``) that keeps torch's semantics that matter here: one process-wide
+recording switch, a snapshot that shows whether recording was on, observers that accumulate.
+The real code path runs against the real allocator in tests/runtime/test_gpu.py
+(``test_overlapping_memory_windows_share_the_recorder``).
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+from bridge_plugins import ProfilingConfig
+from bridge_plugins.runtime import memory_recorder
+from bridge_plugins.runtime.artifacts import ArtifactWriter
+from bridge_plugins.runtime.backend import BackendContext
+from bridge_plugins.runtime.memory import MemoryHistoryBackend
+
+
+class CudaStandIn:
+    """Stand-in for torch's process-wide memory-history recorder (no GPU here)."""
+
+    def __init__(self):
+        self.recording = False
+        self.events = 0
+        self.observers = []
+
+    def record(self, enabled="all", **kwargs):
+        self.recording = enabled is not None
+
+    def allocate(self):
+        if self.recording:
+            self.events += 1
+
+    def snapshot(self):
+        return {"segments": [], "device_traces": [[{"action": "alloc"}] * self.events], "recording": self.recording}
+
+
+@pytest.fixture
+def cuda(monkeypatch):
+    stand_in = CudaStandIn()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda.memory, "_record_memory_history", stand_in.record)
+    monkeypatch.setattr(torch.cuda.memory, "_snapshot", stand_in.snapshot)
+    monkeypatch.setattr(torch._C, "_cuda_attach_out_of_memory_observer", stand_in.observers.append, raising=False)
+    monkeypatch.setattr(memory_recorder, "RECORDER", memory_recorder.SharedRecorder())  # this process's stays clean
+    return stand_in
+
+
+def backend(tmp_path, trigger=None):
+    cfg = ProfilingConfig(
+        output_dir=str(tmp_path), record_memory_history=True, profile_step_start=2, profile_step_end=4
+    )
+    return MemoryHistoryBackend(BackendContext(cfg, 0, 1, tmp_path, ArtifactWriter(), trigger))
+
+
+def events_in(path):
+    return len(pickle.loads(path.read_bytes())["device_traces"][0])
+
+
+def test_the_first_window_to_end_leaves_recording_on_for_the_other(tmp_path, cuda):
+    configured, on_demand = backend(tmp_path), backend(tmp_path, trigger=1)
+    configured.on_enter()
+    cuda.allocate()
+    on_demand.on_enter()  # accepted while the configured window still records
+    cuda.allocate()
+    configured.window_end(2, 3, sync=True)
+    assert cuda.recording, "the on-demand window still records"
+    cuda.allocate()  # after the configured window's end: must be in the on-demand snapshot
+    on_demand.window_end(5, 6, sync=True)
+    assert not cuda.recording, "the last window to end switches recording off"
+    assert events_in(tmp_path / "memory_snapshot_0.pickle") == 2
+    assert events_in(tmp_path / "memory_snapshot_0_trigger1.pickle") == 3
+
+
+def test_one_out_of_memory_observer_per_process(tmp_path, cuda):
+    for trigger in (None, 1, 2):
+        b = backend(tmp_path, trigger)
+        b.on_enter()
+        b.window_end(2, 3, sync=True)
+    assert len(cuda.observers) == 1
+
+
+def test_an_out_of_memory_error_is_dumped_once_while_two_windows_record(tmp_path, cuda):
+    configured, on_demand = backend(tmp_path), backend(tmp_path, trigger=1)
+    configured.on_enter()
+    on_demand.on_enter()
+    (observer,) = cuda.observers
+    observer(0, 1 << 50, 1 << 30, 0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory_snapshot_oom_rank0.pickle"]
+    configured.abort()
+    on_demand.abort()
+    assert not cuda.recording
