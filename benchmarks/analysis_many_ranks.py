@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import List, Tuple
 
 from bridge_plugins.jobdir import names as artifact_names
 
@@ -66,7 +65,7 @@ def link_subset(src: Path, dst: Path, count: int) -> None:
         os.link(src / artifact_names.TORCH_TRACE_DIR / name, dst / artifact_names.TORCH_TRACE_DIR / name)
 
 
-def measure(args: List[str], out_file: Path) -> Tuple[float, int]:
+def measure(args: list[str], out_file: Path) -> tuple[float, int]:
     """Run ``python -m bridge_plugins ARGS`` in a fresh process, stdout to out_file: (wall s, peak RSS bytes)."""
     cmd = [sys.executable, "-m", "bridge_plugins", *args]
     with open(out_file, "wb") as out:
@@ -81,14 +80,14 @@ def measure(args: List[str], out_file: Path) -> Tuple[float, int]:
     return wall, usage.ru_maxrss * 1024
 
 
-def fit(xs: List[float], ys: List[float]) -> Tuple[float, float]:
+def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     """Least-squares line y = a + b x."""
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=False)) / sum((x - mx) ** 2 for x in xs)
     return my - b * mx, b
 
 
-def analysis_part(sizes: List[int], work: Path) -> None:
+def analysis_part(sizes: list[int], work: Path) -> None:
     full = work / "job"
     t0 = time.perf_counter()
     raw_total = generate(full, max(sizes))
@@ -173,7 +172,7 @@ def ranks_part(work: Path) -> None:
         print(f"  sbatch script, {kind}: {len(script):,} bytes with {WORLD} ranks listed, {len(base):,} with [0]")
 
 
-def sbatch_script(kind: str, ranks: List[int], work: Path) -> str:
+def sbatch_script(kind: str, ranks: list[int], work: Path) -> str:
     """The sbatch script NeMo Run renders (dryrun) for the recipe on 1,250 nodes x 8 with these ranks."""
     import contextlib
     import io

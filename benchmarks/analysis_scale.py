@@ -33,7 +33,8 @@ STEPS_PER_COPY = 3
 
 def build(path: Path, target_mb: float) -> int:
     """Write a trace of at least ``target_mb`` MB (uncompressed); returns its size in bytes."""
-    trace = json.load(gzip.open(FIXTURE))
+    with gzip.open(FIXTURE) as fh:
+        trace = json.load(fh)
     events = trace.pop("traceEvents")
     timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
     period = max(e["ts"] + e.get("dur", 0) for e in timed) - min(e["ts"] for e in timed) + 1000.0

@@ -41,8 +41,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python benchmarks/controller_overhead.py` puts benchmarks/ first, not the root
@@ -61,7 +62,7 @@ perf_ns = time.perf_counter_ns
 
 def _loop_bare(n: int, _: Any) -> int:
     t0 = perf_ns()
-    for i in range(n):
+    for _i in range(n):
         pass
     return perf_ns() - t0
 
@@ -83,7 +84,7 @@ def _loop_call_step(n: int, controller: Any) -> int:
 
 def _loop_with_obj(n: int, obj: Any) -> int:
     t0 = perf_ns()
-    for i in range(n):
+    for _i in range(n):
         with obj:
             pass
     return perf_ns() - t0
@@ -91,7 +92,7 @@ def _loop_with_obj(n: int, obj: Any) -> int:
 
 def _loop_with_factory(n: int, factory: Callable[[], Any]) -> int:
     t0 = perf_ns()
-    for i in range(n):
+    for _i in range(n):
         with factory():
             pass
     return perf_ns() - t0
@@ -114,7 +115,7 @@ def _generator_cm():
     yield
 
 
-def _make_controllers(tmp: str) -> Dict[str, ProfilingController]:
+def _make_controllers(tmp: str) -> dict[str, ProfilingController]:
     """(b) inert, (c) unselected rank, (d) selected rank with the window far outside the measured steps,
     (e) on-demand profiling on (rank 0: its poller thread runs, samples a step and rewrites the progress
     file every poll interval), (f) (d) with on-demand on."""
@@ -153,7 +154,7 @@ def _make_controllers(tmp: str) -> Dict[str, ProfilingController]:
     return ctls
 
 
-def _check_controllers(ctls: Dict[str, ProfilingController]) -> None:
+def _check_controllers(ctls: dict[str, ProfilingController]) -> None:
     assert ctls["inert"].config is not None and not ctls["inert"].config.enabled
     assert ctls["unselected"].selected is False, "unselected variant: rank 0 should not be selected"
     assert ctls["window_outside"].selected is True, "window_outside variant: rank 0 should be selected"
@@ -161,11 +162,11 @@ def _check_controllers(ctls: Dict[str, ProfilingController]) -> None:
         assert c.step(0) is c.step(123456) and not hasattr(c.step(0), "ctl"), f"{name}: step() is not the no-op"
 
 
-def run_micro(rounds: int, iters: int, seed: int) -> Dict[str, Any]:
+def run_micro(rounds: int, iters: int, seed: int) -> dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix="bp-bench-")
     ctls = _make_controllers(tmp)
     # (name, description, loop function, argument, is a controller variant)
-    variants: List[Tuple[str, str, Callable[[int, Any], int], Any, bool]] = [
+    variants: list[tuple[str, str, Callable[[int, Any], int], Any, bool]] = [
         ("bare", "(a) for i in range(n): pass", _loop_bare, None, False),
         ("inert", "(b) with ctl.step(i): ProfilingConfig() (profiling off)", _loop_with_step, ctls["inert"], True),
         (
@@ -210,7 +211,7 @@ def run_micro(rounds: int, iters: int, seed: int) -> Dict[str, Any]:
     bp_log = logging.getLogger("bridge_plugins")
     old_level = bp_log.level
     bp_log.setLevel(logging.ERROR)  # the window-outside controller warns at exit that its window was never reached
-    per_iter: Dict[str, List[float]] = {v[0]: [] for v in variants}
+    per_iter: dict[str, list[float]] = {v[0]: [] for v in variants}
     rng = random.Random(seed)
     gc_was_enabled = gc.isenabled()
     try:
@@ -239,8 +240,8 @@ def run_micro(rounds: int, iters: int, seed: int) -> Dict[str, Any]:
     rows = []
     for name, desc, _fn, _arg, is_ctl in variants:
         vals = per_iter[name]
-        over_bare = [v - b for v, b in zip(vals, bare)]  # paired: same round
-        over_noop = [v - b for v, b in zip(vals, noop)]
+        over_bare = [v - b for v, b in zip(vals, bare, strict=False)]  # paired: same round
+        over_noop = [v - b for v, b in zip(vals, noop, strict=False)]
         rows.append(
             {
                 "name": name,
@@ -259,7 +260,7 @@ def run_micro(rounds: int, iters: int, seed: int) -> Dict[str, Any]:
     worst = max(r["overhead_vs_bare_us"] for r in rows if r["controller_variant"])
     # on-demand on vs off, paired per round: (e) vs the inert (b), (f) vs (d)
     on_demand = {
-        f"{on}_vs_{off}": statistics.median(a / b for a, b in zip(per_iter[on], per_iter[off]))
+        f"{on}_vs_{off}": statistics.median(a / b for a, b in zip(per_iter[on], per_iter[off], strict=False))
         for on, off in (("on_demand", "inert"), ("on_demand_window_outside", "window_outside"))
     }
     return {
@@ -275,7 +276,7 @@ def run_micro(rounds: int, iters: int, seed: int) -> Dict[str, Any]:
     }
 
 
-def print_micro(res: Dict[str, Any]) -> None:
+def print_micro(res: dict[str, Any]) -> None:
     print("\n== micro: per-step cost of `with controller.step(i):` around an empty body ==")
     print(
         f"{res['rounds']} rounds x {res['iters_per_round']:,} iterations per variant, variants in a shuffled order "
@@ -301,7 +302,7 @@ def print_micro(res: Dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- macro: real training step
-def run_macro(rounds: int, steps: int, warmup: int, threads: int, seed: int) -> Dict[str, Any]:
+def run_macro(rounds: int, steps: int, warmup: int, threads: int, seed: int) -> dict[str, Any]:
     import torch
 
     from recipes.config import ConfigContainer
@@ -321,15 +322,15 @@ def run_macro(rounds: int, steps: int, warmup: int, threads: int, seed: int) -> 
 
     pc = time.perf_counter
 
-    def run_bare(first: int, k: int, _: Any) -> List[float]:
+    def run_bare(first: int, k: int, _: Any) -> list[float]:
         out = []
-        for step in range(first, first + k):
+        for _step in range(first, first + k):
             t0 = pc()
             train_step()
             out.append(pc() - t0)
         return out
 
-    def run_ctl(first: int, k: int, controller: Any) -> List[float]:
+    def run_ctl(first: int, k: int, controller: Any) -> list[float]:
         out = []
         for step in range(first, first + k):
             t0 = pc()
@@ -350,8 +351,8 @@ def run_macro(rounds: int, steps: int, warmup: int, threads: int, seed: int) -> 
     bp_log = logging.getLogger("bridge_plugins")
     old_level = bp_log.level
     bp_log.setLevel(logging.ERROR)
-    times: Dict[str, List[float]] = {v[0]: [] for v in variants}
-    round_medians: Dict[str, List[float]] = {v[0]: [] for v in variants}
+    times: dict[str, list[float]] = {v[0]: [] for v in variants}
+    round_medians: dict[str, list[float]] = {v[0]: [] for v in variants}
     rng = random.Random(seed)
     step = 0
     t_start = pc()
@@ -380,7 +381,7 @@ def run_macro(rounds: int, steps: int, warmup: int, threads: int, seed: int) -> 
     rows = []
     for name, desc, _fn, _arg in variants:
         med = statistics.median(times[name])
-        ratios = [m / b for m, b in zip(round_medians[name], round_medians["bare"])]
+        ratios = [m / b for m, b in zip(round_medians[name], round_medians["bare"], strict=False)]
         rows.append(
             {
                 "name": name,
@@ -407,7 +408,7 @@ def run_macro(rounds: int, steps: int, warmup: int, threads: int, seed: int) -> 
     }
 
 
-def print_macro(res: Dict[str, Any], micro: Optional[Dict[str, Any]]) -> None:
+def print_macro(res: dict[str, Any], micro: dict[str, Any] | None) -> None:
     print(
         f"\n== macro: recipe training step (TinyGPT {res['model']}, batch {res['micro_batch_size']}x"
         f"{res['seq_length']}, CPU, torch threads {res['torch_threads']}) =="
@@ -437,7 +438,7 @@ def print_macro(res: Dict[str, Any], micro: Optional[Dict[str, Any]]) -> None:
 
 
 # --------------------------------------------------------------------------- import check
-def _parse_importtime(stderr: str) -> List[Dict[str, Any]]:
+def _parse_importtime(stderr: str) -> list[dict[str, Any]]:
     rows = []
     for line in stderr.splitlines():
         if not line.startswith("import time:"):
@@ -456,7 +457,7 @@ def _is_nemo_run(mod: str) -> bool:
     return mod == "nemo_run" or mod.startswith("nemo_run.")
 
 
-def run_import_check(top: int = 12) -> Dict[str, Any]:
+def run_import_check(top: int = 12) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE"):
@@ -487,7 +488,7 @@ def run_import_check(top: int = 12) -> Dict[str, Any]:
         raise RuntimeError(f"sys.modules probe failed ({q.returncode}):\n{q.stderr[-3000:]}")
     mods = json.loads(q.stdout.strip().splitlines()[-1])
 
-    def cum(name: str) -> Optional[int]:
+    def cum(name: str) -> int | None:
         return by_name[name]["cumulative_us"] if name in by_name else None
 
     return {
@@ -513,7 +514,7 @@ def run_import_check(top: int = 12) -> Dict[str, Any]:
     }
 
 
-def print_import_check(res: Dict[str, Any]) -> None:
+def print_import_check(res: dict[str, Any]) -> None:
     print("\n== import check: `import bridge_plugins.runtime` in a fresh interpreter ==")
     print(f"$ {res['command']}")
     c = res["cumulative_us"]
@@ -542,7 +543,7 @@ def print_import_check(res: Dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- main
-def _header() -> Dict[str, Any]:
+def _header() -> dict[str, Any]:
     import torch
 
     cmd = shlex.join(getattr(sys, "orig_argv", [sys.executable] + sys.argv))
@@ -563,7 +564,7 @@ def _header() -> Dict[str, Any]:
     }
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -599,7 +600,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         f"python {head['python']} ({head['python_impl']}), torch {head['torch']}, {head['platform']}, "
         f"{head['cpus_usable']} usable CPU(s), load average at start {head['loadavg_at_start']}"
     )
-    results: Dict[str, Any] = {"meta": head}
+    results: dict[str, Any] = {"meta": head}
     rc = 0
     if do_micro:
         results["micro"] = run_micro(rounds, iters, a.seed)

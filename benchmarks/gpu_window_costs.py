@@ -24,7 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Callable, List
+from collections.abc import Callable
 
 import torch
 
@@ -44,7 +44,7 @@ def make_step(device: torch.device) -> Callable[[], None]:
     return step
 
 
-def timed_steps(ctl: ProfilingController, step: Callable[[], None], steps: int) -> List[float]:
+def timed_steps(ctl: ProfilingController, step: Callable[[], None], steps: int) -> list[float]:
     times = []
     with ctl:
         for i in range(steps):

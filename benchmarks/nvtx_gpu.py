@@ -62,7 +62,7 @@ def main() -> None:
     torch.cuda.synchronize()
     times = {k: [] for k in VARIANTS}
     base = 0
-    for r in range(args.rounds):
+    for _r in range(args.rounds):
         for name, kw in VARIANTS.items():
             steps = range(base, base + args.steps)
             base += args.steps

@@ -20,22 +20,24 @@ import shutil
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Iterator, List, Optional
 
 from recipes.job_output import Progress, log_tail
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def parse_ranks(text: str) -> List[int]:
+def parse_ranks(text: str) -> list[int]:
     if text.strip().lower() in ("all", "[]", ""):
         return []
     try:
         return [int(r) for r in text.replace("[", "").replace("]", "").split(",") if r.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--ranks {text!r}: give comma-separated global ranks (e.g. 0,1) or 'all'")
+        raise argparse.ArgumentTypeError(
+            f"--ranks {text!r}: give comma-separated global ranks (e.g. 0,1) or 'all'"
+        ) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,12 +143,12 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
         )
 
 
-def resolve_base_dir(base_dir: Optional[str]) -> Path:
+def resolve_base_dir(base_dir: str | None) -> Path:
     """--base-dir, else $NEMORUN_HOME, else ~/.nemo_run, absolute."""
     return Path(os.path.abspath(os.path.expanduser(base_dir or os.environ.get("NEMORUN_HOME", "~/.nemo_run"))))
 
 
-def base_dir_problem(base_dir: Path) -> Optional[str]:
+def base_dir_problem(base_dir: Path) -> str | None:
     """Why NeMo Run could not write under base_dir (a file in the way, no permission), or None."""
     existing = base_dir
     while not existing.exists() and existing != existing.parent:
@@ -246,7 +248,7 @@ def launch_text(request) -> str:
     return "\n".join(lines)
 
 
-def how_to_open(arts, job_dir: Path) -> List[str]:
+def how_to_open(arts, job_dir: Path) -> list[str]:
     """How to read what the job wrote, what works offline first (air-gapped login nodes are common).
 
     ``arts`` is :func:`bridge_plugins.jobdir.scan.find_artifacts`'s result. Empty when there is nothing
@@ -288,7 +290,7 @@ def cli_command() -> str:
     return shlex.quote(str(ours)) if ours.exists() else f"{shlex.quote(sys.executable)} -m bridge_plugins"
 
 
-def memory_note(args: argparse.Namespace, arts, device: Optional[str]) -> Optional[str]:
+def memory_note(args: argparse.Namespace, arts, device: str | None) -> str | None:
     """Why a job that asked for memory history has no snapshot (say so once, at the end)."""
     if not args.memory_history or arts.memory:
         return None
@@ -302,7 +304,7 @@ def memory_note(args: argparse.Namespace, arts, device: Optional[str]) -> Option
     return f"Memory history: no memory snapshot was written, {why}"
 
 
-def write_html_report(job_dir: Path) -> Optional[Path]:
+def write_html_report(job_dir: Path) -> Path | None:
     """Write ``bridge-plugins report``'s offline HTML page for the job beside its artifacts; its path.
 
     None when the job left nothing the report can read. A report that fails is a warning, never
@@ -322,7 +324,7 @@ def write_html_report(job_dir: Path) -> Optional[Path]:
         return None
 
 
-def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]) -> None:
+def print_summary(args: argparse.Namespace, job_dir: Path, device: str | None) -> None:
     """What the job wrote: artifacts and figures, steps per rank, memory history, how to open them."""
     from bridge_plugins.analysis.text.job import report, steps_line
     from bridge_plugins.jobdir.scan import find_artifacts
@@ -362,7 +364,7 @@ def plugin_warnings_as_lines() -> Iterator[None]:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(args, parser)

@@ -15,7 +15,6 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Set
 
 # kineto's own log prefix, for its USDT and STAGE markers: "USDT:2026-11-30 18:58:24 16877:16877 File.cpp:52] ..."
 _KINETO_MARKER = re.compile(r"^(USDT|STAGE):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+:\d+\] ")
@@ -28,12 +27,12 @@ def is_kineto_marker(line: str) -> bool:
     return bool(_KINETO_MARKER.match(_RANK_PREFIX.sub("", line.strip())))
 
 
-def job_logs(job_dir: Path) -> List[Path]:
+def job_logs(job_dir: Path) -> list[Path]:
     """The job's log files: NeMo Run's per-job ``combined.log`` (local) and ``*.out`` (Slurm)."""
     return sorted(job_dir.rglob("combined.log")) + sorted(job_dir.rglob("*.out"))
 
 
-def log_tail(job_dir: Path, lines: int = 15) -> List[str]:
+def log_tail(job_dir: Path, lines: int = 15) -> list[str]:
     """The last lines of the job's newest log, without kineto's markers: why a failed job failed."""
     logs = job_logs(job_dir)
     if not logs:
@@ -54,9 +53,9 @@ class Progress:
 
     def __init__(self, job_dir: Path):
         self.job_dir, self.stop = job_dir, threading.Event()
-        self.seen: Dict[Path, int] = {}
-        self.printed: Set[str] = set()  # NeMo Run writes each line to several logs (per rank, combined)
-        self.device: Optional[str] = None
+        self.seen: dict[Path, int] = {}
+        self.printed: set[str] = set()  # NeMo Run writes each line to several logs (per rank, combined)
+        self.device: str | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.started = time.monotonic()
 

@@ -13,7 +13,7 @@ import dataclasses
 import inspect
 import shlex
 import textwrap
-from typing import Dict, Iterable, List, Optional, Tuple
+from collections.abc import Iterable
 
 import yaml
 from omegaconf import OmegaConf
@@ -26,7 +26,7 @@ class OverrideError(ValueError):
     """A command-line override that names no field or holds a bad value."""
 
 
-def valid_keys(cls=ConfigContainer, prefix: str = "") -> List[str]:
+def valid_keys(cls=ConfigContainer, prefix: str = "") -> list[str]:
     """Every dotted key that an override may set, e.g. ``train.train_iters``."""
     keys = []
     for f in dataclasses.fields(cls):
@@ -38,25 +38,28 @@ def valid_keys(cls=ConfigContainer, prefix: str = "") -> List[str]:
     return keys
 
 
-def _field_docs(cls) -> Dict[str, str]:
+def _field_docs(cls) -> dict[str, str]:
     """The docstring under each field of a dataclass (the string literal that follows it)."""
     try:
         body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
     except (OSError, TypeError, IndexError):
         return {}
     docs = {}
-    for node, after in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            if (
+    for node, after in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and (
                 isinstance(after, ast.Expr)
                 and isinstance(after.value, ast.Constant)
                 and isinstance(after.value.value, str)
-            ):
-                docs[node.target.id] = " ".join(after.value.value.split())
+            )
+        ):
+            docs[node.target.id] = " ".join(after.value.value.split())
     return docs
 
 
-def _key_rows(cls, prefix: str = "") -> List[Tuple[str, str, str, str]]:
+def _key_rows(cls, prefix: str = "") -> list[tuple[str, str, str, str]]:
     """(key, type, default, the field's docstring) for every dotted key, in field order."""
     rows = []
     docs = _field_docs(cls)
@@ -70,11 +73,13 @@ def _key_rows(cls, prefix: str = "") -> List[Tuple[str, str, str, str]]:
     return rows
 
 
-def describe_keys(cls=ConfigContainer) -> List[str]:
+def describe_keys(cls=ConfigContainer) -> list[str]:
     """One line per key for ``--help``: key, type, default and docstring, in columns as wide as their widest."""
     rows = _key_rows(cls)
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return [" ".join(cell.ljust(width) for cell, width in zip(row, widths + [0])).rstrip() for row in rows]
+    return [
+        " ".join(cell.ljust(width) for cell, width in zip(row, widths + [0], strict=False)).rstrip() for row in rows
+    ]
 
 
 def _keys_help() -> str:
@@ -98,7 +103,7 @@ def _unquote(arg: str) -> str:
     return words[0] if len(words) == 1 else arg
 
 
-def parse_overrides(args: Iterable[str], base: Optional[ConfigContainer] = None) -> ConfigContainer:
+def parse_overrides(args: Iterable[str], base: ConfigContainer | None = None) -> ConfigContainer:
     """Apply ``key=value`` overrides to ``base`` (default: a fresh ConfigContainer).
 
     Empty arguments are ignored: NeMo Run's local launcher appends a literal ``''`` to the

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import List, Optional
 
 import torch
 import torch.distributed as dist
@@ -132,7 +131,7 @@ def _configure_logging() -> None:
         )
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
         from recipes.overrides import describe_keys

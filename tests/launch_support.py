@@ -15,7 +15,6 @@ import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
 
 import fiddle as fdl
 import nemo_run as run
@@ -55,7 +54,7 @@ def assigned(executor, tmp_path: Path):
     return executor
 
 
-def norm(argv: List[str]) -> List[str]:
+def norm(argv: list[str]) -> list[str]:
     """Replace torchrun's random rendezvous id."""
     out = list(argv)
     for i, a in enumerate(out[:-1]):
@@ -64,12 +63,12 @@ def norm(argv: List[str]) -> List[str]:
     return out
 
 
-def local_argv(job) -> List[str]:
+def local_argv(job) -> list[str]:
     (replicas,) = dryrun_request(job).role_params.values()
     return norm(replicas[0].args)
 
 
-def docker_command(job) -> List[str]:
+def docker_command(job) -> list[str]:
     (container,) = dryrun_request(job).containers
     return container.command
 
@@ -91,7 +90,7 @@ def packaged_container(job) -> ConfigContainer:
     return fdl.build(ZlibJSONSerializer().deserialize(text).config)
 
 
-def script_tail(argv: List[str]) -> List[str]:
+def script_tail(argv: list[str]) -> list[str]:
     i = argv.index("recipes.train")
     assert argv[i - 1] == "-m"
     return argv[i + 1 :]
@@ -133,7 +132,7 @@ def awkward_plugin():
     )
 
 
-def check_awkward(args: List[str]) -> None:
+def check_awkward(args: list[str]) -> None:
     cfg = parse_overrides(args)
     assert cfg.profiling.memory_snapshot_path == AWKWARD
     assert cfg.profiling.output_dir == '/out/it\'s "here" $HOME `x` \\n'
@@ -158,7 +157,7 @@ class ForeignProfilingConfig:
     use_pytorch_profiler: bool = False
     profile_step_start: int = 10
     profile_step_end: int = 12
-    profile_ranks: List[int] = field(default_factory=lambda: [0])
+    profile_ranks: list[int] = field(default_factory=lambda: [0])
     record_shapes: bool = False
 
 
@@ -169,8 +168,8 @@ class ForeignFT:
 
 @dataclass
 class ForeignContainer:
-    profiling: Optional[ForeignProfilingConfig] = None
-    ft: Optional[ForeignFT] = None
+    profiling: ForeignProfilingConfig | None = None
+    ft: ForeignFT | None = None
 
 
 def foreign_pretrain(cfg: ForeignContainer, steps: int = 1) -> None:

@@ -9,7 +9,7 @@ import json
 import re
 import subprocess
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from bridge_plugins.jobdir import names as artifact_names
 from bridge_plugins.jobdir.on_demand import list_requests, progress_path, read_progress, read_request, requests_dir

@@ -12,7 +12,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import List, Optional
 
 from bridge_plugins.jobdir.on_demand import POLL_ENV
 from tests.support import ROOT, clean_env, trace_steps
@@ -31,7 +30,7 @@ class Job:
         steps: int,
         ops: int = 1500,
         sleep_after: float = 0.0,
-        cmd_prefix: Optional[List[str]] = None,
+        cmd_prefix: list[str] | None = None,
         preexec_fn=None,
         on_demand: bool = False,
         **config,
@@ -47,7 +46,7 @@ class Job:
         self.proc = subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn
         )
-        self.lines: List[str] = []
+        self.lines: list[str] = []
         self.stderr = ""
         self._seen = threading.Condition()
         threading.Thread(target=self._read_stdout, daemon=True).start()
@@ -79,11 +78,11 @@ class Job:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"job hung: still running {timeout} s later; printed {self.lines}")
+            raise AssertionError(f"job hung: still running {timeout} s later; printed {self.lines}") from None
         time.sleep(0.2)  # let the reader threads drain the pipes
         return rc
 
-    def left_behind(self) -> List[str]:
+    def left_behind(self) -> list[str]:
         """Everything in the trace directory and $TMPDIR that is not a published trace."""
         trace_dir = self.out / "torch_profile"
         names = [p.name for p in trace_dir.iterdir()] if trace_dir.exists() else []
@@ -112,7 +111,7 @@ class Job:
         line = next(x for x in self.stderr.splitlines() if text in x)
         return datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
-    def traces(self) -> List[Path]:
+    def traces(self) -> list[Path]:
         return sorted(p for p in (self.out / "torch_profile").glob("*.pt.trace.json.gz") if not p.name.startswith("."))
 
 

@@ -13,7 +13,6 @@ import subprocess
 import time
 import warnings
 from pathlib import Path
-from typing import Dict, List, Optional
 
 import nemo_run as run
 import pytest
@@ -29,13 +28,13 @@ SACCT_FIELDS = "JobID,JobName,Account,State,ExitCode,Elapsed,AllocCPUS,NNodes,No
 """The allocation's accounting line (``sacct -X``) that tests check and report."""
 
 
-def cluster_nodes() -> List[str]:
+def cluster_nodes() -> list[str]:
     """The cluster's node names (``sinfo -N``), in Slurm's order."""
     proc = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True, timeout=20)
     return sorted(set(proc.stdout.split()), key=lambda n: (len(n), n))
 
 
-def require_nodes(count: int) -> List[str]:
+def require_nodes(count: int) -> list[str]:
     """The node names when the cluster has at least ``count`` nodes; otherwise skip (fail under
     CI=true, where a skipped multi-node test would let CI pass without ever running one)."""
     nodes = cluster_nodes()
@@ -50,7 +49,7 @@ def require_nodes(count: int) -> List[str]:
     return nodes
 
 
-def job_env(path_prefix: Optional[Path] = None, **extra: str) -> Dict[str, str]:
+def job_env(path_prefix: Path | None = None, **extra: str) -> dict[str, str]:
     """PATH with the venv's bin first (sbatch exports it to the job), PYTHONPATH = repo root."""
     path = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
     if path_prefix is not None:
@@ -65,7 +64,7 @@ def slurm_executor(
     nodes: int = 1,
     ntasks_per_node: int = 2,
     launcher=None,
-    env: Optional[Dict[str, str]] = None,
+    env: dict[str, str] | None = None,
 ) -> run.SlurmExecutor:
     executor = run.SlurmExecutor(
         account=cluster["account"],
@@ -114,10 +113,10 @@ class Ran:
     def sbatch_text(self) -> str:
         return Path(self.job.executor.experiment_dir, f"{self.job.executor.job_name}_sbatch.sh").read_text()
 
-    def accounting(self) -> Dict[str, str]:
+    def accounting(self) -> dict[str, str]:
         """The allocation's SACCT_FIELDS from sacct, by name."""
         values = sacct_line(self.slurm_id, SACCT_FIELDS).split("|")
-        return dict(zip(SACCT_FIELDS.split(","), values))
+        return dict(zip(SACCT_FIELDS.split(","), values, strict=False))
 
     def assert_succeeded(self) -> None:
         assert "SUCCEEDED" in str(self.info["status"]), f"NeMo Run status {self.info['status']}\n{self.logs}"
@@ -135,7 +134,7 @@ def run_on_slurm(base_dir: Path, task, executor, plugins, name: str = "tiny_gpt"
     return Ran(exp, exp.status(return_dict=True))
 
 
-def read_placements(record_dir: Path) -> List[dict]:
+def read_placements(record_dir: Path) -> list[dict]:
     """The records tests/slurm_job.py's job wrote, one per process, sorted by global rank."""
     records = [json.loads(p.read_text()) for p in sorted(Path(record_dir).glob("placement.*.json"))]
     return sorted(records, key=lambda r: int(r["rank"]))

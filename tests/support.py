@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 
@@ -56,7 +55,7 @@ NSYS_DEFAULTS = [
 """NeMo Run's default nsys options (Launcher.nsys_extra_args), in the order it emits them."""
 
 
-def trace_steps(path: Path) -> Set[int]:
+def trace_steps(path: Path) -> set[int]:
     """The global step numbers of the ``ProfilerStep#N`` annotations in a (gzip) Chrome trace."""
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt") as f:
@@ -69,9 +68,9 @@ def trace_steps(path: Path) -> Set[int]:
     return steps
 
 
-def trace_files(output_dir: Path) -> Dict[int, List[Path]]:
+def trace_files(output_dir: Path) -> dict[int, list[Path]]:
     """Traces under output_dir/torch_profile, keyed by the rank in their name."""
-    found: Dict[int, List[Path]] = {}
+    found: dict[int, list[Path]] = {}
     for p in sorted((Path(output_dir) / TORCH_TRACE_DIR).glob("*" + TORCH_TRACE_SUFFIX)):
         name = artifact_names.parse(p)
         found.setdefault(name.rank, []).append(p)
@@ -89,7 +88,7 @@ def assert_window_traces(output_dir: Path, ranks, start: int, end: int) -> None:
         assert trace_steps(paths[0]) == set(range(start, end)), (rank, trace_steps(paths[0]))
 
 
-def job_logs(job_dir: Path, suffixes: Tuple[str, ...] = (".log",)) -> str:
+def job_logs(job_dir: Path, suffixes: tuple[str, ...] = (".log",)) -> str:
     """Every log NeMo Run kept for a job, concatenated (for failure messages and log assertions).
 
     Local jobs write ``.log`` files; Slurm jobs write sbatch's ``.out`` (and ``.err``) files.
@@ -101,7 +100,7 @@ def job_logs(job_dir: Path, suffixes: Tuple[str, ...] = (".log",)) -> str:
 FAKE_NSYS = ROOT / "tests" / "helpers" / "fake_nsys"
 
 
-def stand_in_nsys(tmp_path: Path) -> Tuple[Path, Path]:
+def stand_in_nsys(tmp_path: Path) -> tuple[Path, Path]:
     """A bin dir holding the stand-in ``nsys`` (tests/helpers/fake_nsys), and the dir it records
     each invocation in: put the first on the job's PATH, the second in FAKE_NSYS_LOG."""
     bin_dir, log_dir = tmp_path / "bin", tmp_path / "nsys_log"
@@ -119,7 +118,7 @@ def use_clean_env(monkeypatch) -> None:
         monkeypatch.setenv(key, value)
 
 
-def clean_env(**extra: str) -> Dict[str, str]:
+def clean_env(**extra: str) -> dict[str, str]:
     """os.environ without distributed variables, with the venv's bin first on PATH."""
     env = {k: v for k, v in os.environ.items() if k not in DIST_VARS}
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
@@ -135,7 +134,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun_cmd(nproc: int, module_args: List[str]) -> List[str]:
+def torchrun_cmd(nproc: int, module_args: list[str]) -> list[str]:
     """torchrun on a free port (the fixed default 29500 collides between overlapping runs)."""
     return [
         str(VENV_BIN / "torchrun"),
@@ -151,7 +150,7 @@ def torchrun_cmd(nproc: int, module_args: List[str]) -> List[str]:
     ]
 
 
-def run_job(cmd: List[str], cwd: Optional[Path] = None, timeout: int = 240, **env: str) -> subprocess.CompletedProcess:
+def run_job(cmd: list[str], cwd: Path | None = None, timeout: int = 240, **env: str) -> subprocess.CompletedProcess:
     proc = subprocess.run(cmd, cwd=cwd or ROOT, env=clean_env(**env), capture_output=True, text=True, timeout=timeout)
     return proc
 
@@ -198,7 +197,7 @@ def make_fakes(tmp_path: Path) -> Path:
     return bindir
 
 
-def run_recorded(argv: List[str], tmp_path: Path, check: bool = True, **env) -> dict:
+def run_recorded(argv: list[str], tmp_path: Path, check: bool = True, **env) -> dict:
     """Run argv (a shell) with the fakes first on PATH; return {program: argv} recorded
     (with ``check=False`` a failing run returns what was recorded, plus ``"exit"``)."""
     bindir = make_fakes(tmp_path)
@@ -234,7 +233,7 @@ def run_sbatch_command(text: str, tmp_path: Path, check: bool = True, **env) -> 
     return run_recorded(["bash", "-c", srun_line(text)], tmp_path, check, **{**exports, **env})
 
 
-def run_docker_command(command: List[str], tmp_path: Path, check: bool = True) -> dict:
+def run_docker_command(command: list[str], tmp_path: Path, check: bool = True) -> dict:
     """Split and run the container command exactly as DockerContainer.run + docker-py would."""
     from docker.utils.utils import split_command
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Dict, List, Optional
 
 from bridge_plugins.analysis.summarize import summarize
 
@@ -31,7 +30,7 @@ SCHEMA = "bridge-plugins.compare/1"
 GPU_KEYS = ("span_us", "computation_us", "communication_us", "memory_us", "idle_us", "communication_total_us")
 
 
-def _run_figures(s: Dict, per_step: bool) -> Dict:
+def _run_figures(s: dict, per_step: bool) -> dict:
     traces = s["traces"]
     medians = [t["steps"]["median_us"] for t in traces if t["steps"]["median_us"] is not None]
     gpus = [t["gpu"] for t in traces if t["gpu"]]
@@ -46,8 +45,8 @@ def _run_figures(s: Dict, per_step: bool) -> Dict:
     }
 
 
-def _table(s: Dict, key: str, value: str, divisor: int) -> Dict[str, List[float]]:
-    rows: Dict[str, List[float]] = defaultdict(lambda: [0.0, 0.0])
+def _table(s: dict, key: str, value: str, divisor: int) -> dict[str, list[float]]:
+    rows: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for t in s["traces"]:
         for r in t[key]:
             rows[r["name"]][0] += r[value] / divisor
@@ -55,7 +54,7 @@ def _table(s: Dict, key: str, value: str, divisor: int) -> Dict[str, List[float]
     return rows
 
 
-def _deltas(base: Dict, new: Dict, key: str, value: str, bd: int, nd: int, top: Optional[int]):
+def _deltas(base: dict, new: dict, key: str, value: str, bd: int, nd: int, top: int | None):
     b, n = _table(base, key, value, bd), _table(new, key, value, nd)
     rows = []
     for name in set(b) | set(n):
@@ -76,12 +75,12 @@ def _deltas(base: Dict, new: Dict, key: str, value: str, bd: int, nd: int, top: 
     return worse[:top] if top else worse, better[:top] if top else better
 
 
-def compare(base_paths, new_paths, top: Optional[int] = 10) -> Dict:
+def compare(base_paths, new_paths, top: int | None = 10) -> dict:
     """The comparison dict (module docstring). Raises NothingToRead if either run has nothing readable."""
     return compare_runs(summarize(base_paths, top=None), summarize(new_paths, top=None), top)
 
 
-def compare_runs(base: Dict, new: Dict, top: Optional[int] = 10) -> Dict:
+def compare_runs(base: dict, new: dict, top: int | None = 10) -> dict:
     """The comparison dict of two summaries made with ``top=None`` (every op and kernel), for a
     caller that has them already (the HTML report): each trace is read once."""
     per_step = all(t["steps"]["count"] for t in base["traces"] + new["traces"])

@@ -38,8 +38,8 @@ See gpu_breakdown (the split and its definitions), stragglers (who is one), step
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
 
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector
@@ -51,7 +51,7 @@ from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs, rank_
 SCHEMA = "bridge-plugins.summary/1"
 
 
-def _rank(header: Dict, path: Path):
+def _rank(header: dict, path: Path):
     info = header.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), (int, float)):
         world = info.get("world_size")
@@ -60,7 +60,7 @@ def _rank(header: Dict, path: Path):
     return (rank, "file name", None) if rank is not None else (None, "none (numbered in input order)", None)
 
 
-def summarize_trace(path: Path) -> Dict:
+def summarize_trace(path: Path) -> dict:
     """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
     c = Collector()
     read_trace(path, c.on_header, c.on_event)
@@ -81,7 +81,7 @@ def summarize_trace(path: Path) -> Dict:
     }
 
 
-def _memory(snapshots: List[Path], found: Inputs) -> Optional[Dict]:
+def _memory(snapshots: list[Path], found: Inputs) -> dict | None:
     """Hook for the memory analysis (bridge_plugins.analysis.memory.snapshot), used when that module exists.
 
     It is called as ``memory.summarize_snapshots(paths) -> dict`` and its dict is merged in; a
@@ -89,7 +89,7 @@ def _memory(snapshots: List[Path], found: Inputs) -> Optional[Dict]:
     """
     if not snapshots:
         return None
-    out: Dict = {"snapshots": [str(p) for p in snapshots]}
+    out: dict = {"snapshots": [str(p) for p in snapshots]}
     try:
         memory = importlib.import_module("bridge_plugins.analysis.memory.snapshot")
     except ImportError:
@@ -100,7 +100,7 @@ def _memory(snapshots: List[Path], found: Inputs) -> Optional[Dict]:
     return out
 
 
-def summarize(paths: Sequence[Union[str, Path]], top: Optional[int] = 10) -> Dict:
+def summarize(paths: Sequence[str | Path], top: int | None = 10) -> dict:
     """The summary dict (module docstring) of job directories and/or trace and snapshot files.
 
     Files that cannot be read are listed in ``problems`` and the rest are summarized. Raises
@@ -138,7 +138,7 @@ def summarize(paths: Sequence[Union[str, Path]], top: Optional[int] = 10) -> Dic
     )
 
 
-def with_top(summary: Dict, top: Optional[int]) -> Dict:
+def with_top(summary: dict, top: int | None) -> dict:
     """``summary`` with its op and kernel tables cut to their first ``top`` rows (all for None):
     how ``summarize`` applies ``top``, and how a caller holding a full summary gets a shorter one."""
     if top is None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, List, Tuple
 
 from bridge_plugins.cli import UsageError
 from bridge_plugins.jobdir.names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, torch_trace_stem
@@ -51,7 +51,7 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def parse_ranks(text: str) -> List[int]:
+def parse_ranks(text: str) -> list[int]:
     """``all`` -> [] (every rank); ``0,1`` -> [0, 1]."""
     if text.strip() == "all":
         return []
@@ -64,7 +64,7 @@ def parse_ranks(text: str) -> List[int]:
     return ranks
 
 
-def plan_start(progress: Progress, now: float, taken: Iterable[Tuple[int, int]], steps: int) -> int:
+def plan_start(progress: Progress, now: float, taken: Iterable[tuple[int, int]], steps: int) -> int:
     """The first step of a new ``steps``-step window, far enough ahead that every rank reads the
     request first, and clear of every window in ``taken`` ([start, end) pairs: the configured
     window and the requests already made).

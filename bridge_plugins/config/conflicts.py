@@ -11,7 +11,8 @@ Imports neither torch nor nemo_run: ``ProfilingConfig`` validation and the runti
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 NSYS = "use_nsys_profiler"
 PYTORCH = "use_pytorch_profiler"
@@ -22,7 +23,7 @@ NSYS_UNDER_FT = "nsys cannot follow ft_launcher's restarts (fault tolerance and 
 """Why nsys is switched off when fault tolerance is on; every warning about it says this."""
 
 
-def exclusive_profilers_error(values: Mapping[str, Any], owner: str = "ProfilingConfig") -> Optional[str]:
+def exclusive_profilers_error(values: Mapping[str, Any], owner: str = "ProfilingConfig") -> str | None:
     """The error when more than one exclusive profiler is on in ``values``, else None."""
     on = [flag for flag in EXCLUSIVE_PROFILERS if values.get(flag) is True]
     if len(on) < 2:
@@ -30,14 +31,14 @@ def exclusive_profilers_error(values: Mapping[str, Any], owner: str = "Profiling
     return f"{owner}: {' and '.join(on)} are both True; they are mutually exclusive: turn one of them off"
 
 
-def profiler_switches(flag: str) -> Dict[str, bool]:
+def profiler_switches(flag: str) -> dict[str, bool]:
     """The switch values that turn ``flag`` on: every other exclusive profiler off."""
     if flag not in EXCLUSIVE_PROFILERS:
         raise ValueError(f"{flag!r} is not a profiler switch; one of {list(EXCLUSIVE_PROFILERS)}")
     return {f: f == flag for f in EXCLUSIVE_PROFILERS}
 
 
-def switched_off_by(flag: str, existing: Mapping[str, Any]) -> List[str]:
+def switched_off_by(flag: str, existing: Mapping[str, Any]) -> list[str]:
     """The other profilers that ``existing`` has on and turning ``flag`` on switches off."""
     return [f for f, on in profiler_switches(flag).items() if not on and existing.get(f) is True]
 

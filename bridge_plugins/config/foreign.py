@@ -25,7 +25,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any, Dict, List
+from typing import Any
 
 from bridge_plugins.config.profiling import DEFAULT_OUTPUT_DIR, ProfilingConfig, field_defaults
 
@@ -37,7 +37,7 @@ def _source_name(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _read(obj: Any) -> Dict[str, Any]:
+def _read(obj: Any) -> dict[str, Any]:
     """The object's fields and values: a dataclass, a mapping (OmegaConf DictConfig too), or attributes."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
@@ -51,7 +51,7 @@ def _read(obj: Any) -> Dict[str, Any]:
     )
 
 
-def _foreign_defaults(obj: Any) -> Dict[str, Any]:
+def _foreign_defaults(obj: Any) -> dict[str, Any]:
     if not (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
         return {}
     out = {}
@@ -106,7 +106,7 @@ def profiling_config_from_object(obj: Any) -> ProfilingConfig:
     return cfg
 
 
-def _meaning_differences(cfg: ProfilingConfig) -> List[str]:
+def _meaning_differences(cfg: ProfilingConfig) -> list[str]:
     """Shared fields whose Megatron Bridge meaning differs from ours for these values."""
     out = []
     if cfg.record_memory_history and cfg.profile_ranks == []:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any
 
 from bridge_plugins.config.conflicts import exclusive_profilers_error
 
@@ -36,7 +37,7 @@ class ProfilingConfig:
     """First profiled step (0-based global iteration index, inclusive)."""
     profile_step_end: int = 12
     """First step after the window (exclusive); must be greater than profile_step_start."""
-    profile_ranks: List[int] = field(default_factory=lambda: [0])
+    profile_ranks: list[int] = field(default_factory=lambda: [0])
     """Global ranks that profile; [] means every rank, for every feature."""
     record_shapes: bool = False
     """Record operator input shapes: in the PyTorch trace, or in per-op NVTX ranges under nsys."""
@@ -44,7 +45,7 @@ class ProfilingConfig:
     """Record CUDA allocator history from start-up and write a snapshot per rank when the window ends."""
     memory_snapshot_path: str = "memory_snapshot.pickle"
     """Snapshot file; written as <stem>_<rank><suffix>. A relative path resolves under output_dir."""
-    output_dir: Optional[str] = None
+    output_dir: str | None = None
     """Directory for every artifact; None means ./profiling under the job's working directory."""
     pytorch_profiler_with_stack: bool = False
     """Record Python stacks in the PyTorch trace (larger traces; needed for flame graphs)."""
@@ -70,7 +71,7 @@ class ProfilingConfig:
     def __post_init__(self) -> None:
         self.validate()
 
-    def validate(self) -> "ProfilingConfig":
+    def validate(self) -> ProfilingConfig:
         """Check every field; raise TypeError or ValueError naming the field, the value and the fix.
 
         Also normalizes ``profile_ranks`` to a list (a tuple is accepted). Returns self so the
@@ -84,7 +85,7 @@ class ProfilingConfig:
         return self
 
     @classmethod
-    def from_object(cls, obj: Any) -> "ProfilingConfig":
+    def from_object(cls, obj: Any) -> ProfilingConfig:
         """Ours from a foreign profiling config: Megatron Bridge's (0.3.1 or main), Megatron-LM's, an
         OmegaConf node or a mapping of field values. Fields we share are copied; a field we do not
         support that holds a non-default value, or a shared field whose meaning differs, is named
@@ -112,7 +113,7 @@ class ProfilingConfig:
         return range(self.profile_step_start, self.profile_step_end)
 
 
-def field_defaults() -> Dict[str, Any]:
+def field_defaults() -> dict[str, Any]:
     """Every ProfilingConfig field with its default value (a fresh list for ``profile_ranks``)."""
     return {
         f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
@@ -120,7 +121,7 @@ def field_defaults() -> Dict[str, Any]:
     }
 
 
-def _fields_of_type(kind: type) -> Tuple[str, ...]:
+def _fields_of_type(kind: type) -> tuple[str, ...]:
     hints = typing.get_type_hints(ProfilingConfig)
     return tuple(f.name for f in dataclasses.fields(ProfilingConfig) if hints[f.name] is kind)
 
@@ -142,7 +143,7 @@ def _short(ranks: Any) -> str:
 
 
 def validate_fields(
-    values: Mapping[str, Any], owner: str = "ProfilingConfig", names: Optional[Mapping[str, str]] = None
+    values: Mapping[str, Any], owner: str = "ProfilingConfig", names: Mapping[str, str] | None = None
 ) -> None:
     """Validate ProfilingConfig field values (missing keys take the defaults) without touching any disk.
 
@@ -236,6 +237,6 @@ def _check_path(path: Any, label: str, is_file: bool) -> None:
             )
 
 
-def profiling_fields() -> List[str]:
+def profiling_fields() -> list[str]:
     """Names of ProfilingConfig's fields, in declaration order."""
     return [f.name for f in dataclasses.fields(ProfilingConfig)]

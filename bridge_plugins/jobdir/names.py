@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Union
 
 TORCH_TRACE_DIR = "torch_profile"
 """Subdirectory of output_dir for PyTorch profiler traces (and Chakra execution traces)."""
@@ -57,7 +57,7 @@ def _int_env(environ: Mapping[str, str], key: str) -> int:
     return int(raw) if raw.isdigit() else 0
 
 
-def restart_tag(environ: Optional[Mapping[str, str]] = None) -> str:
+def restart_tag(environ: Mapping[str, str] | None = None) -> str:
     """``_requeue<N>_restart<M>`` for a restarted attempt, '' on the first one.
 
     Slurm requeues count in SLURM_RESTART_COUNT; torchelastic (torchrun, ft_launcher) in-job
@@ -69,16 +69,16 @@ def restart_tag(environ: Optional[Mapping[str, str]] = None) -> str:
     return (f"_requeue{requeue}" if requeue else "") + (f"_restart{restart}" if restart else "")
 
 
-def _tags(trigger: Optional[int], environ: Optional[Mapping[str, str]]) -> str:
+def _tags(trigger: int | None, environ: Mapping[str, str] | None) -> str:
     return (f"_trigger{trigger}" if trigger is not None else "") + restart_tag(environ)
 
 
-def torch_trace_stem(rank: int, first: int, last: int, trigger: Optional[int] = None, environ=None) -> str:
+def torch_trace_stem(rank: int, first: int, last: int, trigger: int | None = None, environ=None) -> str:
     """Stem of a PyTorch trace (add TORCH_TRACE_SUFFIX, or CHAKRA_TRACE_SUFFIX)."""
     return f"rank{rank}_steps{first}-{last}{_tags(trigger, environ)}"
 
 
-def split_suffix(name: str, suffix: Optional[str] = None) -> tuple:
+def split_suffix(name: str, suffix: str | None = None) -> tuple:
     """Split ``name`` into (stem, suffix); ``suffix`` forces a compound one like '.pt.trace.json.gz'."""
     if suffix and name.endswith(suffix):
         return name[: -len(suffix)], suffix
@@ -86,7 +86,7 @@ def split_suffix(name: str, suffix: Optional[str] = None) -> tuple:
     return (p.name[: -len(p.suffix)] if p.suffix else p.name), p.suffix
 
 
-def snapshot_stem(base_stem: str, rank: int, trigger: Optional[int] = None, environ=None) -> str:
+def snapshot_stem(base_stem: str, rank: int, trigger: int | None = None, environ=None) -> str:
     """Stem of the window's memory snapshot: ``<base>_<rank>`` (Megatron Bridge's naming)."""
     return f"{base_stem}_{rank}{_tags(trigger, environ)}"
 
@@ -103,15 +103,15 @@ class ArtifactName:
 
     kind: str
     path: Path
-    rank: Optional[int] = None
-    first_step: Optional[int] = None
-    last_step: Optional[int] = None
-    trigger: Optional[int] = None
+    rank: int | None = None
+    first_step: int | None = None
+    last_step: int | None = None
+    trigger: int | None = None
     requeue: int = 0
     restart: int = 0
     duplicate: int = 0
-    node: Optional[int] = None
-    job_id: Optional[str] = None
+    node: int | None = None
+    job_id: str | None = None
 
 
 def _tag_values(tags: str) -> dict:
@@ -119,7 +119,7 @@ def _tag_values(tags: str) -> dict:
     return {"trigger": values.get("trigger"), "requeue": values.get("requeue", 0), "restart": values.get("restart", 0)}
 
 
-def parse(path: Union[str, Path], snapshot_name: str = DEFAULT_SNAPSHOT_NAME) -> Optional[ArtifactName]:
+def parse(path: str | Path, snapshot_name: str = DEFAULT_SNAPSHOT_NAME) -> ArtifactName | None:
     """Recognise one of our artifacts by its file name, or return None.
 
     ``snapshot_name`` is the configured memory_snapshot_path's file name (only its stem and

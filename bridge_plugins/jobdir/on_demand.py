@@ -26,9 +26,9 @@ import os
 import re
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
 
 from bridge_plugins.config.profiling import is_int
 from bridge_plugins.jobdir.on_demand_files import MAX_FILE_BYTES as MAX_FILE_BYTES  # re-exported: part of the protocol
@@ -77,7 +77,7 @@ class Request:
     id: int
     start: int
     end: int
-    ranks: Tuple[int, ...] = ()
+    ranks: tuple[int, ...] = ()
     memory: bool = False
     created: float = 0.0
 
@@ -94,13 +94,13 @@ class Progress:
     None until two distinct steps were seen. ``window`` is the configured window [start, end)."""
 
     state: str  # "running" or "finished"
-    step: Optional[int]
-    step_time: Optional[float]
-    steps_per_s: Optional[float]
+    step: int | None
+    step_time: float | None
+    steps_per_s: float | None
     written: float
     poll_interval_s: float
     world_size: int
-    window: Optional[Tuple[int, int]] = None
+    window: tuple[int, int] | None = None
     pid: int = 0
     host: str = ""
 
@@ -113,7 +113,7 @@ def _is_num(v) -> bool:
 _REQUEST_KEYS = {"id", "start", "end", "ranks", "memory", "created"}
 
 
-def parse_request(data: dict, where: str = "request", expected_id: Optional[int] = None) -> Request:
+def parse_request(data: dict, where: str = "request", expected_id: int | None = None) -> Request:
     """Validate a request's fields; ProtocolError naming the first bad one."""
     missing, unknown = sorted(_REQUEST_KEYS - set(data)), sorted(set(data) - _REQUEST_KEYS)
     if missing or unknown:
@@ -145,7 +145,7 @@ def read_request(path: PathLike) -> Request:
     return parse_request(read_json_file(path), str(path), int(m.group(1)))
 
 
-def list_requests(output_dir: PathLike, create: bool = False) -> List[Tuple[str, Path]]:
+def list_requests(output_dir: PathLike, create: bool = False) -> list[tuple[str, Path]]:
     """(name, path) of every visible entry in the requests directory, sorted by request id, names
     that are not ``<id>.json`` last. Hidden names (temporary files of a writer) are skipped.
 
@@ -165,7 +165,7 @@ def list_requests(output_dir: PathLike, create: bool = False) -> List[Tuple[str,
     return [(n, directory / n) for n in sorted(names, key=key)]
 
 
-def valid_requests(output_dir: PathLike) -> List[Request]:
+def valid_requests(output_dir: PathLike) -> list[Request]:
     """Every request that parses, in id order (the trigger's view of what is already asked)."""
     out = []
     for _name, path in list_requests(output_dir):

@@ -40,10 +40,11 @@ Standard library only: the trigger CLI and the job both use it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -86,17 +87,16 @@ def real_dir_below(root: PathLike, directory: PathLike, create: bool = True) -> 
 
 
 def _mkdir_at(parent_fd: int, name: str) -> None:
-    try:
+    # exists: ours from an earlier artifact, an earlier job's, or planted: the open decides
+    with contextlib.suppress(FileExistsError):
         os.mkdir(name, dir_fd=parent_fd)
-    except FileExistsError:
-        pass  # ours from an earlier artifact, an earlier job's, or planted: the open decides
 
 
 def same_dir(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def _parts_below(root: Path, directory: Path) -> Optional[Tuple[str, ...]]:
+def _parts_below(root: Path, directory: Path) -> tuple[str, ...] | None:
     try:
         parts = directory.relative_to(root).parts
     except ValueError:
@@ -104,7 +104,7 @@ def _parts_below(root: Path, directory: Path) -> Optional[Tuple[str, ...]]:
     return None if ".." in parts else parts
 
 
-def _refusal(path: Path, parent_fd: int, name: str) -> Optional[UnsafeDirectoryError]:
+def _refusal(path: Path, parent_fd: int, name: str) -> UnsafeDirectoryError | None:
     """Why ``name`` could not be opened as a directory, if it is a symlink or something else."""
     try:
         mode = os.lstat(name, dir_fd=parent_fd).st_mode

@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 
 class NotARegularFile(Exception):
     """``str(e)`` is what the path is instead (the caller names the file)."""
 
 
-def open_regular(path: Union[str, Path]) -> BinaryIO:
+def open_regular(path: str | Path) -> BinaryIO:
     """``path`` opened for binary reading; NotARegularFile if it is a directory, FIFO, device or socket."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:

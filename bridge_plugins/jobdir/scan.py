@@ -12,9 +12,9 @@ they are: ``*.json``/``*.json.gz`` as traces, ``*.pickle``/``*.pkl`` as memory s
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
 
 from bridge_plugins.jobdir import names as artifact_names
 
@@ -31,11 +31,11 @@ class NothingToRead(Exception):
 class Inputs:
     """Traces and snapshots to read, and a one-line problem per file or path that was skipped."""
 
-    traces: List[Path] = field(default_factory=list)
-    snapshots: List[Path] = field(default_factory=list)
-    problems: List[Dict[str, str]] = field(default_factory=list)
+    traces: list[Path] = field(default_factory=list)
+    snapshots: list[Path] = field(default_factory=list)
+    problems: list[dict[str, str]] = field(default_factory=list)
 
-    def problem(self, path: Union[str, Path], error: str) -> None:
+    def problem(self, path: str | Path, error: str) -> None:
         self.problems.append({"file": str(path), "error": error})
 
 
@@ -43,8 +43,8 @@ class Inputs:
 class JobFiles:
     """A job directory's files: artifacts by their parsed names, and trace-like files we did not name."""
 
-    artifacts: List[artifact_names.ArtifactName] = field(default_factory=list)
-    unrecognised: List[Path] = field(default_factory=list)
+    artifacts: list[artifact_names.ArtifactName] = field(default_factory=list)
+    unrecognised: list[Path] = field(default_factory=list)
 
 
 def scan_job_dir(job_dir: Path, snapshot_name: str = artifact_names.DEFAULT_SNAPSHOT_NAME) -> JobFiles:
@@ -83,7 +83,7 @@ def _from_directory(job_dir: Path, found: Inputs) -> None:
         )
 
 
-def find_inputs(paths: Sequence[Union[str, Path]]) -> Inputs:
+def find_inputs(paths: Sequence[str | Path]) -> Inputs:
     """Sort job directories and files into traces and snapshots. Raises NothingToRead if none."""
     found = Inputs()
     for raw in paths:
@@ -109,7 +109,7 @@ def find_inputs(paths: Sequence[Union[str, Path]]) -> Inputs:
     return found
 
 
-def rank_from_name(path: Path) -> Optional[int]:
+def rank_from_name(path: Path) -> int | None:
     """The rank in one of our trace names, or None."""
     name = artifact_names.parse(path)
     return name.rank if name is not None and name.kind == "torch_trace" else None
@@ -119,10 +119,10 @@ def rank_from_name(path: Path) -> Optional[int]:
 class Artifacts:
     """Profiling files found under a job directory, by kind and rank."""
 
-    traces: Dict[int, List[Path]] = field(default_factory=dict)
-    memory: Dict[int, List[Path]] = field(default_factory=dict)
-    nsys: List[Path] = field(default_factory=list)
-    skipped: List[Path] = field(default_factory=list)  # look like traces, but not a name we write
+    traces: dict[int, list[Path]] = field(default_factory=dict)
+    memory: dict[int, list[Path]] = field(default_factory=dict)
+    nsys: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)  # look like traces, but not a name we write
 
 
 def find_artifacts(job_dir: Path, memory_snapshot_path: str = artifact_names.DEFAULT_SNAPSHOT_NAME) -> Artifacts:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Dict, List, Optional
+from typing import Any, ClassVar
 
 import nemo_run as run
 from nemo_run.core.execution.launcher import Launcher
@@ -52,19 +53,19 @@ class ProfilerPlugin(run.Plugin):
     """First profiled step (0-based global iteration index, inclusive)."""
     profile_step_end: int = 12
     """First step after the window (exclusive)."""
-    profile_ranks: Optional[List[int]] = None
+    profile_ranks: list[int] | None = None
     """Global ranks that profile; None means [0], [] means every rank."""
     record_shapes: bool = False
     """Record operator input shapes."""
-    output_dir: Optional[str] = None
+    output_dir: str | None = None
     """Where the job writes artifacts; None means the NeMo Run job directory as the job sees it."""
-    script_args_converter_fn: Optional[Callable[[Dict[str, Any]], List[str]]] = None
+    script_args_converter_fn: Callable[[dict[str, Any]], list[str]] | None = None
     """For run.Script tasks: turns ``{ProfilingConfig field: value}`` into the script's args
     (default: ``profiling.<field>=<yaml>`` overrides). Must be a module-level function."""
 
     _FLAG: ClassVar[str] = ""
     """The ProfilingConfig switch this plugin turns on (``bridge_plugins.config.conflicts`` turns off the rest)."""
-    _RENAMED: ClassVar[Dict[str, str]] = {}
+    _RENAMED: ClassVar[dict[str, str]] = {}
     """Plugin field -> ProfilingConfig field, where the names differ. Every other plugin field
     named like a ProfilingConfig field is written under its own name."""
 
@@ -77,7 +78,7 @@ class ProfilerPlugin(run.Plugin):
         validate_fields(self.profiling_values(), owner=owner, names={cfg: attr for attr, cfg in self._RENAMED.items()})
         check_importable(owner, "script_args_converter_fn", self.script_args_converter_fn)
 
-    def profiling_values(self) -> Dict[str, Any]:
+    def profiling_values(self) -> dict[str, Any]:
         """The ProfilingConfig fields this plugin owns, with its values (derived from the dataclass)."""
         mine = {f.name: f.name for f in dataclasses.fields(self)}
         mine.update({cfg: attr for attr, cfg in self._RENAMED.items()})
@@ -90,8 +91,8 @@ class ProfilerPlugin(run.Plugin):
         self,
         task: run.Partial | run.Script,
         executor: run.Executor,
-        launcher_now: Optional[Launcher],
-        launcher_after: Optional[Launcher],
+        launcher_now: Launcher | None,
+        launcher_after: Launcher | None,
     ) -> Edit:
         """The edit that writes this plugin's settings into the task (validated, not applied).
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 Edit = Callable[[], None]
 
@@ -38,7 +38,7 @@ def warn(message: str) -> None:
     warnings.warn(message, ProfilingPluginWarning, stacklevel=level + 1)
 
 
-def apply(edits: Iterable[Optional[Edit]]) -> None:
+def apply(edits: Iterable[Edit | None]) -> None:
     """Run the edits of a plan, in order (only after everything was computed)."""
     for edit in edits:
         if edit is not None:

@@ -9,9 +9,9 @@ with a clear error (a guess would put artifacts where nobody looks, or quote arg
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional
 
 import nemo_run as run
 from nemo_run.core.execution.launcher import LAUNCHER_MAP, FaultTolerance, Launcher, Torchrun
@@ -22,7 +22,7 @@ CONTAINER_JOB_DIR = "/nemo_run"
 """Where NeMo Run's container executors (and Slurm with a container image) mount the job dir."""
 
 
-def _local_job_dir(executor: run.Executor) -> Optional[str]:
+def _local_job_dir(executor: run.Executor) -> str | None:
     return executor.job_dir or None
 
 
@@ -33,7 +33,7 @@ def _slurm_has_container(executor: run.SlurmExecutor) -> bool:
     return bool(executor.run_as_group and any(rg.container_image for rg in executor.resource_group))
 
 
-def _slurm_job_dir(executor: run.SlurmExecutor) -> Optional[str]:
+def _slurm_job_dir(executor: run.SlurmExecutor) -> str | None:
     # Without a container NeMo Run rewrites /nemo_run in the sbatch text to the job dir on the
     # cluster, but not in the packaged task configs: a run.Partial needs the real path.
     if _slurm_has_container(executor):
@@ -42,7 +42,7 @@ def _slurm_job_dir(executor: run.SlurmExecutor) -> Optional[str]:
     return os.path.join(base, Path(executor.job_dir).name) if base else executor.job_dir or None
 
 
-def _container_job_dir(executor: run.Executor) -> Optional[str]:
+def _container_job_dir(executor: run.Executor) -> str | None:
     return CONTAINER_JOB_DIR
 
 
@@ -50,7 +50,7 @@ def _container_job_dir(executor: run.Executor) -> Optional[str]:
 class ExecutorTraits:
     """How one executor type runs the job, as far as the plugins care."""
 
-    job_dir: Callable[[run.Executor], Optional[str]]
+    job_dir: Callable[[run.Executor], str | None]
     """Where the running job sees its NeMo Run job directory (None: not known yet)."""
     delivery: str
     """How the command line reaches the program: ``"argv"`` (Popen, no shell), ``"bash"`` (args
@@ -63,7 +63,7 @@ class ExecutorTraits:
     nsys_report_in_container: bool = False
     """NeMo Run passes the *host* job dir to nsys ``-o``, which the container does not see: the
     plugin swaps in a launcher that writes under ``/nemo_run``."""
-    nsys_filename: Optional[str] = None
+    nsys_filename: str | None = None
     """nsys report name, when NeMo Run's ``profile_%p`` would repeat across nodes."""
     nsys_gpu_metrics: bool = False
     """NeMo Run honours ``nsys_gpu_metrics``, by wrapping the command in ``bash -c '...'``."""
@@ -72,7 +72,7 @@ class ExecutorTraits:
     it will execute (the ``nsys`` binary) can be checked now."""
 
 
-TRAITS: Dict[type, ExecutorTraits] = {
+TRAITS: dict[type, ExecutorTraits] = {
     run.LocalExecutor: ExecutorTraits(job_dir=_local_job_dir, delivery="argv", macros=True, runs_job_here=True),
     run.SlurmExecutor: ExecutorTraits(
         job_dir=_slurm_job_dir, delivery="bash", macros=True, nsys_filename=NSYS_SLURM_FILENAME, nsys_gpu_metrics=True
@@ -104,12 +104,12 @@ def traits_for(executor: run.Executor, owner: str = "bridge_plugins") -> Executo
     )
 
 
-def job_dir_seen_by_job(executor: run.Executor, owner: str = "bridge_plugins") -> Optional[str]:
+def job_dir_seen_by_job(executor: run.Executor, owner: str = "bridge_plugins") -> str | None:
     """The path under which the running job sees its NeMo Run job directory, or None if unknown."""
     return traits_for(executor, owner).job_dir(executor)
 
 
-def peek_launcher(executor: run.Executor) -> Optional[Launcher]:
+def peek_launcher(executor: run.Executor) -> Launcher | None:
     """The launcher the executor will use, without ``get_launcher()``'s side effects.
 
     ``get_launcher()`` turns a string into an object and, on Slurm, rewrites ntasks_per_node;
@@ -121,10 +121,10 @@ def peek_launcher(executor: run.Executor) -> Optional[Launcher]:
     return launcher
 
 
-def quotes_script_args(launcher: Optional[Launcher]) -> bool:
+def quotes_script_args(launcher: Launcher | None) -> bool:
     """NeMo Run's torchrun and ft_launcher components shlex-quote every script arg."""
     return isinstance(launcher, (Torchrun, FaultTolerance))
 
 
-def is_fault_tolerant(launcher: Optional[Launcher]) -> bool:
+def is_fault_tolerant(launcher: Launcher | None) -> bool:
     return isinstance(launcher, FaultTolerance)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, List, Optional
 
 import nemo_run as run
 
@@ -55,11 +55,11 @@ class FaultTolerancePlugin(run.Plugin):
     """Restarts of the workers inside one allocation (ft_launcher ``--max-restarts``)."""
     num_job_retries_on_failure: int = 2
     """Times the scheduler resubmits a failed job (``executor.retries``)."""
-    initial_rank_heartbeat_timeout: Optional[float] = 1800
+    initial_rank_heartbeat_timeout: float | None = 1800
     """Seconds to wait for a rank's first heartbeat (covers start-up and checkpoint loading)."""
-    rank_heartbeat_timeout: Optional[float] = 300
+    rank_heartbeat_timeout: float | None = 300
     """Seconds between heartbeats before a rank counts as hung."""
-    script_args_converter_fn: Optional[Callable[[FaultTolerancePluginScriptArgs], List[str]]] = None
+    script_args_converter_fn: Callable[[FaultTolerancePluginScriptArgs], list[str]] | None = None
     """For run.Script tasks: turns ``FaultTolerancePluginScriptArgs`` into the script's args
     (default: ``ft.enable_ft_package=<bool> ft.calc_ft_timeouts=<bool>``). Module-level function."""
 
@@ -103,7 +103,7 @@ class FaultTolerancePlugin(run.Plugin):
         """The ``ft`` section fields this plugin sets."""
         return {"enable_ft_package": self.enable_ft_package, "calc_ft_timeouts": self.calc_ft_timeouts}
 
-    def script_args(self) -> List[str]:
+    def script_args(self) -> list[str]:
         """The run.Script args for the ``ft`` section (the converter's, or ``ft.<field>=<yaml>``)."""
         if self.script_args_converter_fn is None:
             return tasks.default_script_args_converter(self.ft_values(), section=tasks.FT)

@@ -6,8 +6,6 @@ in nsys; the plugins refuse that (``bridge_plugins.config.conflicts``).
 
 from __future__ import annotations
 
-from typing import Tuple
-
 import nemo_run as run
 from nemo_run.core.execution.launcher import FaultTolerance, Torchrun
 
@@ -17,7 +15,7 @@ from bridge_plugins.plugins.executor_traits import peek_launcher
 from bridge_plugins.plugins.nemo_run_compat import reset_launcher_setup
 
 
-def plan_fault_tolerance(executor: run.Executor, *, retries: int, **ft_fields) -> Tuple[Edit, FaultTolerance, bool]:
+def plan_fault_tolerance(executor: run.Executor, *, retries: int, **ft_fields) -> tuple[Edit, FaultTolerance, bool]:
     """Install ``run.FaultTolerance`` (nsys off) and ``executor.retries``.
 
     Keeps the rendezvous settings of an existing Torchrun/FaultTolerance launcher. Returns the

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 import nemo_run as run
 

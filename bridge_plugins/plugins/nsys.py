@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List
 
 import nemo_run as run
 
@@ -25,9 +24,9 @@ class NsysPlugin(ProfilerPlugin):
     Under ``run.FaultTolerance`` (ft_launcher) nsys is disabled with a warning.
     """
 
-    nsys_trace: List[str] = field(default_factory=lambda: ["nvtx", "cuda"])
+    nsys_trace: list[str] = field(default_factory=lambda: ["nvtx", "cuda"])
     """APIs to trace (nsys ``-t``)."""
-    nsys_extra_args: List[str] = field(default_factory=list)
+    nsys_extra_args: list[str] = field(default_factory=list)
     """Extra nsys options; a flag given here replaces NeMo Run's default for the same flag.
     Quoted for the executor's shell; control characters (a newline) are refused."""
     nsys_gpu_metrics: bool = False

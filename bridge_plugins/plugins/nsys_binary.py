@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Optional
 
 import nemo_run as run
 
@@ -20,7 +19,7 @@ from bridge_plugins.plugins.executor_traits import ExecutorTraits
 from bridge_plugins.plugins.nemo_run_compat import check_before_run
 
 
-def plan_nsys_binary_check(owner: str, executor: run.Executor, traits: ExecutorTraits) -> Optional[Edit]:
+def plan_nsys_binary_check(owner: str, executor: run.Executor, traits: ExecutorTraits) -> Edit | None:
     """Warn now and return the edit that makes ``exp.run()`` refuse, when the job would run here
     without nsys; None otherwise (remote executors look for nsys where the job runs)."""
     if not traits.runs_job_here or _has_nsys(executor):

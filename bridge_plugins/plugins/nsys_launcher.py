@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple
 
 import nemo_run as run
 from nemo_run.core.execution.launcher import Launcher, Torchrun
@@ -45,7 +45,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 class ContainerNsysLauncher(Launcher):
     """``Launcher`` whose nsys report goes to the container's job dir (Docker, Skypilot)."""
 
-    def get_nsys_prefix(self, profile_dir: str) -> Optional[List[str]]:
+    def get_nsys_prefix(self, profile_dir: str) -> list[str] | None:
         return super().get_nsys_prefix(profile_dir=CONTAINER_JOB_DIR)
 
 
@@ -53,7 +53,7 @@ class ContainerNsysLauncher(Launcher):
 class ContainerNsysTorchrun(Torchrun):
     """``Torchrun`` whose nsys report goes to the container's job dir (Docker, Skypilot)."""
 
-    def get_nsys_prefix(self, profile_dir: str) -> Optional[List[str]]:
+    def get_nsys_prefix(self, profile_dir: str) -> list[str] | None:
         return super().get_nsys_prefix(profile_dir=CONTAINER_JOB_DIR)
 
 
@@ -73,12 +73,12 @@ def validate_nsys_trace(owner: str, trace) -> None:
             )
 
 
-def _flag_groups(args: Sequence[str], name_of: Callable[[str], str] = str) -> List[Tuple[str, List[str]]]:
+def _flag_groups(args: Sequence[str], name_of: Callable[[str], str] = str) -> list[tuple[str, list[str]]]:
     """Split nsys options into (flag name, tokens): '--a=1' and '--a 1' both name '--a'.
 
     ``name_of`` reads a token back (decoded) before its flag name is taken.
     """
-    groups: List[Tuple[str, List[str]]] = []
+    groups: list[tuple[str, list[str]]] = []
     for tok in args:
         plain = name_of(tok)
         if plain.startswith("-") or not groups:
@@ -97,7 +97,7 @@ def validate_nsys_extra_args(owner: str, args) -> None:
                 f"{owner}.nsys_extra_args={list(args)!r} holds {arg!r}, whose control character "
                 f"(newline, tab, ...) cannot be carried safely through the launch script; remove it"
             )
-    for name, tokens in _flag_groups(args):
+    for name, _tokens in _flag_groups(args):
         if not name.startswith("-"):
             raise ValueError(
                 f"{owner}.nsys_extra_args={list(args)!r}: {name!r} is not an nsys option; "
@@ -109,19 +109,20 @@ def validate_nsys_extra_args(owner: str, args) -> None:
             )
 
 
-def merge_nsys_args(base: Sequence[str], user: Sequence[str], chain: QuotingChain = QuotingChain()) -> List[str]:
+def merge_nsys_args(base: Sequence[str], user: Sequence[str], chain: QuotingChain | None = None) -> list[str]:
     """``base`` with each flag the user also gives replaced in place; new user flags appended.
 
     ``user`` is already encoded with ``chain``; flag names are compared decoded. Idempotent:
     merging the same user args again yields the same list.
     """
+    chain = chain if chain is not None else QuotingChain()
 
     def name_of(token: str) -> str:
         decoded = chain.decode_or_none(token)
         return token if decoded is None else decoded
 
     user_groups = dict(_flag_groups(user, name_of))
-    out: List[str] = []
+    out: list[str] = []
     seen = set()
     for name, tokens in _flag_groups(base, name_of):
         if name in seen:
@@ -135,7 +136,7 @@ def merge_nsys_args(base: Sequence[str], user: Sequence[str], chain: QuotingChai
     return out
 
 
-def requoted(owner: str, tokens: Sequence[str], old: QuotingChain, new: QuotingChain) -> List[str]:
+def requoted(owner: str, tokens: Sequence[str], old: QuotingChain, new: QuotingChain) -> list[str]:
     """Options already on the launcher (an earlier NsysPlugin's, the user's), re-quoted for ``new``.
 
     GPU metrics add a ``bash -c '...'`` level on Slurm: a token quoted for the old chain would
@@ -163,7 +164,7 @@ def plan_nsys(
     extra_args: Sequence[str],
     gpu_metrics: bool,
     profile_ranks: Sequence[int],
-) -> Tuple[Edit, Launcher]:
+) -> tuple[Edit, Launcher]:
     """Turn on the launcher's nsys wrapper, with a per-executor report location and quoting.
 
     Returns the edit and the launcher the executor will have (Script args are encoded for it).

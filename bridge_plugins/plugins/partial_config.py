@@ -11,8 +11,10 @@ packaging (``UnserializableValueError``). Unset sections are detected through
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import fiddle as fdl
 import nemo_run as run
@@ -23,13 +25,13 @@ PROFILING = "profiling"
 FT = "ft"
 
 
-def _configured_class(value: Any) -> Optional[type]:
+def _configured_class(value: Any) -> type | None:
     if isinstance(value, fdl.Buildable) and isinstance(value.__fn_or_cls__, type):
         return value.__fn_or_cls__
     return None
 
 
-def has_section(cls: Optional[type], section: str) -> bool:
+def has_section(cls: type | None, section: str) -> bool:
     return cls is not None and dataclasses.is_dataclass(cls) and any(f.name == section for f in dataclasses.fields(cls))
 
 
@@ -53,13 +55,13 @@ def find_config_container(owner: str, task: run.Partial) -> fdl.Buildable:
     )
 
 
-def _section_class(container_cls: type, section: str, fallback: Optional[type]) -> Optional[type]:
+def _section_class(container_cls: type, section: str, fallback: type | None) -> type | None:
     """The dataclass declared for ``section`` (Optional[...] unwrapped), else ``fallback``."""
     try:
         hint = typing.get_type_hints(container_cls).get(section)
     except Exception:  # unresolvable annotations: fall back to the default factory
         hint = None
-    candidates = typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
+    candidates = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
     for c in candidates:
         if isinstance(c, type) and dataclasses.is_dataclass(c):
             return c
@@ -69,7 +71,7 @@ def _section_class(container_cls: type, section: str, fallback: Optional[type]) 
     return fallback
 
 
-def _explicit_fields(value: Any) -> Dict[str, Any]:
+def _explicit_fields(value: Any) -> dict[str, Any]:
     """Fields a section sets explicitly: a fiddle config's arguments, or an instance's fields."""
     if value is None:
         return {}
@@ -80,7 +82,7 @@ def _explicit_fields(value: Any) -> Dict[str, Any]:
     raise TypeError(f"cannot read section {value!r}: expected a run.Config or a dataclass")
 
 
-def read_section(container: fdl.Buildable, section: str) -> Dict[str, Any]:
+def read_section(container: fdl.Buildable, section: str) -> dict[str, Any]:
     """The explicitly set fields of ``container.<section>`` ({} when unset or None)."""
     if section not in container.__arguments__:
         return {}
@@ -92,9 +94,9 @@ def plan_section(
     container: fdl.Buildable,
     section: str,
     values: Mapping[str, Any],
-    fallback: Optional[type] = None,
-    validate: Optional[Callable[[dict], None]] = None,
-) -> Tuple[Edit, Dict[str, Any]]:
+    fallback: type | None = None,
+    validate: Callable[[dict], None] | None = None,
+) -> tuple[Edit, dict[str, Any]]:
     """Replace ``container.<section>`` by ``run.Config(cls, **(explicit fields | values))``.
 
     Values for fields the section class does not declare (a foreign ProfilingConfig, e.g.

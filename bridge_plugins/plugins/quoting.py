@@ -18,8 +18,8 @@ task already has. A string that no encoding can carry raises ValueError.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
 
 import nemo_run as run
 from nemo_run.core.execution.launcher import Launcher
@@ -73,7 +73,7 @@ def _unshell(s: str) -> str:
     return parts[0]
 
 
-LAYERS: Dict[str, Tuple[Callable[[str], str], Callable[[str], str]]] = {
+LAYERS: dict[str, tuple[Callable[[str], str], Callable[[str], str]]] = {
     # name: (encode, decode)
     "shell": (shlex.quote, _unshell),  # one bash word
     "single_quoted": (lambda s: s.replace("'", "'\\''"), lambda s: s.replace("'\\''", "'")),  # inside '...'
@@ -88,12 +88,12 @@ LAYERS: Dict[str, Tuple[Callable[[str], str], Callable[[str], str]]] = {
 class QuotingChain:
     """Layers a plugin applies to a string (innermost first) so that it reaches the program intact."""
 
-    layers: Tuple[str, ...] = ()
+    layers: tuple[str, ...] = ()
 
     @classmethod
     def for_executor(
-        cls, executor: run.Executor, launcher: Optional[Launcher], *, script_arg: bool, owner: str = "bridge_plugins"
-    ) -> "QuotingChain":
+        cls, executor: run.Executor, launcher: Launcher | None, *, script_arg: bool, owner: str = "bridge_plugins"
+    ) -> QuotingChain:
         """The chain on ``executor`` when it runs ``launcher`` (None: no launcher).
 
         ``script_arg``: True for a run.Script arg (NeMo Run's launcher components shell-quote
@@ -127,7 +127,7 @@ class QuotingChain:
             text = LAYERS[layer][1](text)
         return text
 
-    def decode_or_none(self, text: str) -> Optional[str]:
+    def decode_or_none(self, text: str) -> str | None:
         try:
             return self.decode(text)
         except ValueError:

@@ -16,15 +16,15 @@ One difference on purpose: ``profile_ranks`` may be ``[]`` (every rank); Megatro
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List
+from typing import Any
 
 
 class _ScriptArgs(Mapping):
     """Attribute access for Megatron Bridge's fields, mapping access for every value written."""
 
-    _values: Dict[str, Any]
+    _values: dict[str, Any]
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]):
@@ -34,7 +34,7 @@ class _ScriptArgs(Mapping):
         object.__setattr__(args, "_values", dict(values))
         return args
 
-    def _mapping(self) -> Dict[str, Any]:
+    def _mapping(self) -> dict[str, Any]:
         values = self.__dict__.get("_values")
         return values if values is not None else {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
@@ -54,7 +54,7 @@ class NsysPluginScriptArgs(_ScriptArgs):
 
     profile_step_start: int
     profile_step_end: int
-    profile_ranks: List[int]
+    profile_ranks: list[int]
     record_shapes: bool
 
 
@@ -64,7 +64,7 @@ class PyTorchProfilerPluginScriptArgs(_ScriptArgs):
 
     profile_step_start: int
     profile_step_end: int
-    profile_ranks: List[int]
+    profile_ranks: list[int]
     record_memory_history: bool
     memory_snapshot_path: str
     record_shapes: bool

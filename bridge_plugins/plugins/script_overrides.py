@@ -10,7 +10,8 @@ nothing.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import nemo_run as run
 import yaml
@@ -21,19 +22,19 @@ from bridge_plugins.plugins.partial_config import PROFILING
 from bridge_plugins.plugins.quoting import QuotingChain
 
 
-def default_script_args_converter(values: Mapping[str, Any], section: str = PROFILING) -> List[str]:
+def default_script_args_converter(values: Mapping[str, Any], section: str = PROFILING) -> list[str]:
     """``{'profile_ranks': [0, 1]}`` -> ``['profiling.profile_ranks=[0,1]']``."""
     return [f"{section}.{k}={override_value(v)}" for k, v in values.items()]
 
 
-def checked_converter_output(owner: str, raw: object) -> List[str]:
+def checked_converter_output(owner: str, raw: object) -> list[str]:
     """``raw`` (what a ``script_args_converter_fn`` returned), if it is a list of str; else TypeError."""
     if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
         raise TypeError(f"{owner}.script_args_converter_fn must return a list of str, got {raw!r}")
     return raw
 
 
-def _parse_override(arg: str) -> Optional[Tuple[str, Any]]:
+def _parse_override(arg: str) -> tuple[str, Any] | None:
     key, sep, value = arg.partition("=")
     if not sep:
         return None
@@ -43,9 +44,9 @@ def _parse_override(arg: str) -> Optional[Tuple[str, Any]]:
         return key.strip(), value
 
 
-def script_overrides(task: run.Script, chain: QuotingChain) -> Dict[str, Any]:
+def script_overrides(task: run.Script, chain: QuotingChain) -> dict[str, Any]:
     """The task's existing ``key=value`` args, decoded with ``chain`` (later args win)."""
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for arg in task.args:
         decoded = chain.decode_or_none(arg)
         parsed = _parse_override(decoded) if decoded is not None else None
@@ -54,14 +55,14 @@ def script_overrides(task: run.Script, chain: QuotingChain) -> Dict[str, Any]:
     return out
 
 
-def _encode_all(owner: str, raw_args: Sequence[str], chain: QuotingChain) -> List[str]:
+def _encode_all(owner: str, raw_args: Sequence[str], chain: QuotingChain) -> list[str]:
     try:
         return [chain.encode(a) for a in raw_args]
     except ValueError as e:
         raise ValueError(f"{owner}: {e}") from None
 
 
-def with_overrides(owner: str, args: Sequence[str], raw_args: Sequence[str], chain: QuotingChain) -> List[str]:
+def with_overrides(owner: str, args: Sequence[str], raw_args: Sequence[str], chain: QuotingChain) -> list[str]:
     """``args`` plus ``raw_args`` encoded with ``chain``, minus old args that set the same keys."""
     encoded = _encode_all(owner, raw_args, chain)
     keys = {p[0] for p in map(_parse_override, raw_args) if p}
@@ -78,7 +79,7 @@ def with_overrides(owner: str, args: Sequence[str], raw_args: Sequence[str], cha
 
 def reencoded(
     owner: str, args: Sequence[str], old: QuotingChain, new: QuotingChain, replace: Mapping[str, Any]
-) -> List[str]:
+) -> list[str]:
     """``args`` re-encoded for a new chain, with ``replace`` overriding the values of keys present.
 
     A launcher change (nsys GPU metrics' ``bash -c`` level, FaultTolerancePlugin's launcher) changes
@@ -104,7 +105,7 @@ def reencoded(
     return out
 
 
-def plan_script_args(task: run.Script, new_args: List[str]) -> Edit:
+def plan_script_args(task: run.Script, new_args: list[str]) -> Edit:
     """Set the Script's args to ``new_args`` (computed beforehand)."""
 
     def edit() -> None:

@@ -9,7 +9,8 @@ edits, so a plugin can fail before it has changed anything.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import nemo_run as run
 
@@ -53,7 +54,7 @@ def check_task(owner: str, task: object) -> None:
         )
 
 
-def _existing_profiling(owner: str, task: run.Partial | run.Script, current: QuotingChain) -> Dict[str, Any]:
+def _existing_profiling(owner: str, task: run.Partial | run.Script, current: QuotingChain) -> dict[str, Any]:
     if isinstance(task, run.Partial):
         return read_section(find_config_container(owner, task), PROFILING)
     prefix = PROFILING + "."
@@ -68,8 +69,8 @@ def plan_profiling(
     flag: str,
     current: QuotingChain,
     target: QuotingChain,
-    default_output_dir: Optional[str],
-    converter: Optional[Callable[[Dict[str, Any]], List[str]]] = None,
+    default_output_dir: str | None,
+    converter: Callable[[dict[str, Any]], list[str]] | None = None,
 ) -> Edit:
     """Write ``values`` (ProfilingConfig fields, with ``flag``'s profiler on) into the task.
 
@@ -113,7 +114,7 @@ def plan_enable_ft(
     target: QuotingChain,
     ft_values: Mapping[str, Any],
     ft_args: Sequence[str],
-) -> Tuple[List[Edit], bool]:
+) -> tuple[list[Edit], bool]:
     """Write the ``ft`` section (``ft_values`` into a Partial's config; ``ft_args``, as given, into a
     Script) and switch ``profiling.use_nsys_profiler`` off.
 
@@ -128,7 +129,7 @@ def plan_enable_ft(
         args = with_overrides(owner, args, list(ft_args), target)
         return [plan_script_args(task, args)], had_nsys
     container = find_config_container(owner, task)
-    edits: List[Edit] = []
+    edits: list[Edit] = []
     if has_section(container.__fn_or_cls__, FT):
         edits.append(plan_section(owner, container, FT, ft_values)[0])
     else:

@@ -21,9 +21,9 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional
 
 from bridge_plugins.jobdir.own_dirs import UnsafeDirectoryError, real_dir_below, same_dir
 
@@ -37,8 +37,8 @@ class ArtifactError(OSError):
 class ArtifactWriter:
     """Writes artifacts safely and keeps the list of what was written."""
 
-    def __init__(self, root: Optional[Path] = None) -> None:
-        self.paths: List[Path] = []
+    def __init__(self, root: Path | None = None) -> None:
+        self.paths: list[Path] = []
         self.root = root
         """The user's output_dir (set at controller entry): the directories we make below it must be
         real ones (``own_dirs``). None: every target directory is taken as the user's own choice."""
@@ -61,7 +61,7 @@ class ArtifactWriter:
         stem: str,
         suffix: str,
         produce: Callable[[str], None],
-        check: Optional[Callable[[str], None]] = None,
+        check: Callable[[str], None] | None = None,
     ) -> Path:
         """Call ``produce(path)`` to make the file at a staging path, ``check(path)`` it, and
         publish it as ``<directory>/<stem><suffix>`` (or ``<stem>.<k><suffix>`` when taken).
@@ -80,7 +80,7 @@ class ArtifactWriter:
         stem: str,
         suffix: str,
         produce: Callable[[str], None],
-        check: Optional[Callable[[str], None]] = None,
+        check: Callable[[str], None] | None = None,
     ) -> Path:
         """Like ``write``, for a staging directory made earlier with ``stage`` (a backend that
         records into it over the window); the staging directory is removed in every case."""

@@ -11,10 +11,11 @@ dropped, and training goes on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, List, Optional
 
 from bridge_plugins.config.profiling import ProfilingConfig
 from bridge_plugins.runtime.artifacts import ArtifactWriter
@@ -31,7 +32,7 @@ class BackendContext:
     world_size: int
     output_dir: Path
     writer: ArtifactWriter
-    trigger: Optional[int] = None
+    trigger: int | None = None
     """The on-demand request this window answers (``bridge-plugins trigger``); it goes into file names."""
 
 
@@ -67,7 +68,7 @@ class Backend:
 
 
 def call_each(
-    backends: List[Backend], call: Callable[[Backend], None], what: str, rank: Optional[int], reverse: bool = False
+    backends: list[Backend], call: Callable[[Backend], None], what: str, rank: int | None, reverse: bool = False
 ) -> None:
     """Call ``call`` on every backend; one that raises is logged, aborted and removed from ``backends``.
 
@@ -87,7 +88,5 @@ def call_each(
                 e,
             )
             backends.remove(b)
-            try:
-                b.abort()  # best effort: leave no profiler running, no recording on
-            except Exception:
-                pass
+            with contextlib.suppress(Exception):  # best effort: leave no profiler running, no recording on
+                b.abort()

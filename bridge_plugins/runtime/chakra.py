@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Optional
 
 from torch.profiler import ExecutionTraceObserver
 
@@ -31,8 +30,8 @@ class ChakraBackend(Backend):
     def __init__(self, ctx: BackendContext):
         super().__init__(ctx)
         self.trace_dir = ctx.output_dir / TORCH_TRACE_DIR
-        self.observer: Optional[ExecutionTraceObserver] = None
-        self.staging: Optional[Path] = None
+        self.observer: ExecutionTraceObserver | None = None
+        self.staging: Path | None = None
 
     def window_begin(self, step: int) -> None:
         self.staging = self.ctx.writer.stage(WHAT, self.trace_dir, f"rank{self.rank}_chakra", CHAKRA_TRACE_SUFFIX)

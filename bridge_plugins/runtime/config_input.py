@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any
 
 from bridge_plugins.config.conflicts import NSYS_UNDER_FT, nsys_allowed
 from bridge_plugins.config.profiling import ProfilingConfig, profiling_fields
@@ -20,7 +20,7 @@ from bridge_plugins.config.profiling import ProfilingConfig, profiling_fields
 log = logging.getLogger("bridge_plugins")
 
 
-def profiling_section(section: Any) -> Optional[ProfilingConfig]:
+def profiling_section(section: Any) -> ProfilingConfig | None:
     """A ProfilingConfig from ours, a mapping of its fields, or an object with its field names
     (Megatron Bridge's, Megatron-LM's): :meth:`ProfilingConfig.from_object` names what it cannot carry."""
     if section is None or isinstance(section, ProfilingConfig):
@@ -28,7 +28,7 @@ def profiling_section(section: Any) -> Optional[ProfilingConfig]:
     return ProfilingConfig.from_object(section)
 
 
-def config_from(cfg: Any) -> Optional[ProfilingConfig]:
+def config_from(cfg: Any) -> ProfilingConfig | None:
     """The profiling config ``from_config(cfg)`` runs with (see the module docstring)."""
     if cfg is None or isinstance(cfg, ProfilingConfig):
         return cfg

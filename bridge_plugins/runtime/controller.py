@@ -27,7 +27,8 @@ Design:
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 from bridge_plugins.config.profiling import ProfilingConfig
 from bridge_plugins.runtime.artifacts import ArtifactWriter
@@ -56,13 +57,13 @@ class ProfilingController:
 
     def __init__(
         self,
-        config: Optional[ProfilingConfig],
+        config: ProfilingConfig | None,
         *,
-        rank: Optional[int] = None,
-        world_size: Optional[int] = None,
+        rank: int | None = None,
+        world_size: int | None = None,
         handle_sigterm: bool = True,
-        signals: Optional[SignalGuard] = None,
-        trigger: Optional[int] = None,
+        signals: SignalGuard | None = None,
+        trigger: int | None = None,
     ):
         if config is not None:
             config.validate()  # fiddle and OmegaConf may have built it without __post_init__
@@ -74,21 +75,21 @@ class ProfilingController:
         self._given_signals = signals
         self.trigger = trigger  # the on-demand request this controller's window answers (in its file names)
         self._on_demand: Any = None  # runtime.on_demand.OnDemandWindows when config.on_demand
-        self.rank: Optional[int] = None
-        self.world_size: Optional[int] = None
+        self.rank: int | None = None
+        self.world_size: int | None = None
         self.selected = False
         self.output_dir = None
         self._writer = ArtifactWriter()
-        self._backends: List[Backend] = []
+        self._backends: list[Backend] = []
         self._next = _NEVER  # step() takes the slow path only for steps >= this
         self._state = "idle"  # idle -> armed -> active -> closing -> done
-        self._first: Optional[int] = None
-        self._last_seen: Optional[int] = None
+        self._first: int | None = None
+        self._last_seen: int | None = None
         self._scope = StepScope(self)
         self._signals = signals or SignalGuard(self._on_sigterm, "profiling")
 
     @classmethod
-    def from_config(cls, cfg: Any, **kwargs: Any) -> "ProfilingController":
+    def from_config(cls, cfg: Any, **kwargs: Any) -> ProfilingController:
         """Build from a config container (``.profiling``, optional ``.ft``), a ProfilingConfig, an
         object or mapping with its field names, or None (an inert controller); see config_input.
 
@@ -97,19 +98,19 @@ class ProfilingController:
         return cls(config_from(cfg), **kwargs)
 
     @property
-    def artifacts(self) -> List:
+    def artifacts(self) -> list:
         """Paths of every file written so far (traces, snapshots), on-demand windows' included."""
         return list(self._writer.paths) + (self._on_demand.artifacts if self._on_demand is not None else [])
 
     @property
-    def captured_steps(self) -> Optional[range]:
+    def captured_steps(self) -> range | None:
         """The steps captured by the (current or last) window, or None if it never opened."""
         if self._first is None:
             return None
         return range(self._first, self._last_seen + 1)
 
     # ------------------------------------------------------------------ lifecycle
-    def __enter__(self) -> "ProfilingController":
+    def __enter__(self) -> ProfilingController:
         cfg = self.config
         if cfg is None or not cfg.enabled:
             return self
@@ -225,7 +226,7 @@ class ProfilingController:
         elif step >= self.config.profile_step_end - 1:
             self._close_window(None)
 
-    def _close_window(self, reason: Optional[str], sync: bool = False) -> None:
+    def _close_window(self, reason: str | None, sync: bool = False) -> None:
         """Stop every backend and write what the window captured (signals held meanwhile)."""
         with self._signals.hold():
             self._state, self._next = "closing", _NEVER

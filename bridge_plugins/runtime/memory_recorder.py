@@ -13,7 +13,7 @@ still recording: one OOM snapshot per OOM. While windows share the recorder, the
 from __future__ import annotations
 
 import threading
-from typing import Callable, List
+from collections.abc import Callable
 
 import torch
 
@@ -21,7 +21,7 @@ import torch
 class SharedRecorder:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._users: List[Callable[[], None]] = []  # the OOM callbacks of the windows recording now, oldest first
+        self._users: list[Callable[[], None]] = []  # the OOM callbacks of the windows recording now, oldest first
         self._observing = False
 
     def start(self, max_entries: int, on_oom: Callable[[], None]) -> None:

@@ -31,7 +31,7 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import Callable, List, Optional
+from collections.abc import Callable
 
 from bridge_plugins.jobdir.on_demand import (
     ProtocolError,
@@ -59,18 +59,18 @@ class OnDemandWindows:
         self.next = -1  # the first step() recomputes it
         # re-entrant: the SIGTERM handler runs on the training thread, maybe inside its critical section
         self._lock = threading.RLock()
-        self._pending: List[Request] = []
+        self._pending: list[Request] = []
         self._want_sample = False
         self._samples: deque = deque(maxlen=10)  # (step, epoch seconds) at the start of a step
-        self._spans: List[tuple] = []  # (start, end, id) of every accepted request, for overlaps
-        self._windows: List[ProfilingController] = []  # this rank's armed or active windows
-        self._finished: List[ProfilingController] = []
+        self._spans: list[tuple] = []  # (start, end, id) of every accepted request, for overlaps
+        self._windows: list[ProfilingController] = []  # this rank's armed or active windows
+        self._finished: list[ProfilingController] = []
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self._signals = SignalGuard(self._on_sigterm, f"rank {self.rank} on-demand")
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "OnDemandWindows":
+    def start(self) -> OnDemandWindows:
         try:
             seen = {name for name, _ in list_requests(self.output_dir, create=True)}  # an earlier job's or attempt's
         except OSError as e:  # the poller says so again, once; training goes on

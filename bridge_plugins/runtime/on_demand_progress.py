@@ -6,8 +6,8 @@ request in time), so the rate is taken over the last few samples, not from a sin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, Tuple
 
 from bridge_plugins.config.profiling import ProfilingConfig
 from bridge_plugins.jobdir.on_demand import new_progress, write_progress
@@ -16,7 +16,7 @@ from bridge_plugins.jobdir.on_demand import new_progress, write_progress
 def publish_progress(
     output_dir: Path,
     state: str,
-    samples: Sequence[Tuple[int, float]],
+    samples: Sequence[tuple[int, float]],
     cfg: ProfilingConfig,
     poll_interval_s: float,
     world_size: int,

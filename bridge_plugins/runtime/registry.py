@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Callable, List, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from bridge_plugins.config.profiling import ProfilingConfig
 from bridge_plugins.runtime.backend import Backend, BackendContext
@@ -35,7 +36,7 @@ BACKENDS = (
 )
 
 
-def enabled_factories(cfg: ProfilingConfig) -> List[Callable]:
+def enabled_factories(cfg: ProfilingConfig) -> list[Callable]:
     """The backend classes ``cfg`` turns on, in registry order."""
     found = []
     for entry in BACKENDS:
@@ -45,7 +46,7 @@ def enabled_factories(cfg: ProfilingConfig) -> List[Callable]:
     return found
 
 
-def build_backends(ctx: BackendContext) -> List[Backend]:
+def build_backends(ctx: BackendContext) -> list[Backend]:
     """Build every enabled backend; one whose construction fails (a path it cannot use) is off
     for this run with an error line, and the others still run."""
     if ctx.cfg.pytorch_profiler_collect_chakra and not ctx.cfg.use_pytorch_profiler:

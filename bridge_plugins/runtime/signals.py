@@ -19,8 +19,9 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, List, Tuple
+from typing import Any
 
 log = logging.getLogger("bridge_plugins")
 
@@ -40,7 +41,7 @@ class SignalGuard:
         self._installed = False
         self._depth = 0
         self._saved_int: Any = None
-        self._pending: List[Tuple[int, Any]] = []
+        self._pending: list[tuple[int, Any]] = []
         self._logged: set = set()
         self._wrote = False  # on_sigterm ran for the SIGTERM about to be delivered
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Optional
 
 import torch
 from torch.profiler import ProfilerAction, ProfilerActivity
@@ -69,8 +68,8 @@ class TorchProfilerBackend(Backend):
     def __init__(self, ctx: BackendContext):
         super().__init__(ctx)
         self.trace_dir = ctx.output_dir / TORCH_TRACE_DIR
-        self.prof: Optional[torch.profiler.profile] = None
-        self._thread: Optional[threading.Thread] = None
+        self.prof: torch.profiler.profile | None = None
+        self._thread: threading.Thread | None = None
 
     def window_begin(self, step: int) -> None:
         if profiler_already_running():

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Dict, List
+from typing import Any
 from urllib.parse import quote
 
 from bridge_plugins.runtime.backend import BackendContext
@@ -37,9 +37,9 @@ def _needs_escape(text: str) -> bool:
     return any(c in '"\\' or ord(c) < 0x20 or c == "\x7f" for c in text)
 
 
-def _kineto_safe_config(config: Dict[str, Any]) -> tuple:
+def _kineto_safe_config(config: dict[str, Any]) -> tuple:
     """The config with every string that JSON would escape percent-encoded, and their field names."""
-    encoded: List[str] = []
+    encoded: list[str] = []
     safe = {}
     for name, value in config.items():
         if isinstance(value, str) and _needs_escape(value):
@@ -49,7 +49,7 @@ def _kineto_safe_config(config: Dict[str, Any]) -> tuple:
     return safe, encoded
 
 
-def window_metadata(ctx: BackendContext, first: int, last: int) -> Dict[str, Any]:
+def window_metadata(ctx: BackendContext, first: int, last: int) -> dict[str, Any]:
     cfg = ctx.cfg
     config, encoded = _kineto_safe_config(dataclasses.asdict(cfg))
     return {

@@ -21,7 +21,7 @@ EXECUTION_TRACE_FOOTER = re.compile(rb'\]\s*,\s*"finish_ts"\s*:\s*\d+\s*\}\s*$')
 _CHUNK = 1 << 20
 
 
-def check_json_complete(path: str, footer: "re.Pattern[bytes]") -> None:
+def check_json_complete(path: str, footer: re.Pattern[bytes]) -> None:
     """Raise ValueError unless ``path`` starts a JSON object and ends with ``footer``."""
     if not os.path.isfile(path):
         raise ValueError("the profiler wrote no file: its disk is probably full or a file size limit was hit")

@@ -9,14 +9,13 @@ lifecycle code reads as decisions and each message is worded once. Steps are sho
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 from bridge_plugins.config.profiling import ProfilingConfig
 
 log = logging.getLogger("bridge_plugins")
 
 
-def warn_never_reached(rank: Optional[int], cfg: ProfilingConfig, why: str) -> None:
+def warn_never_reached(rank: int | None, cfg: ProfilingConfig, why: str) -> None:
     """The controller exits while its window is still armed: nothing was captured."""
     log.warning(
         "rank %s: the profiling window (steps %d-%d) was never reached: %s before step %d; "
@@ -29,7 +28,7 @@ def warn_never_reached(rank: Optional[int], cfg: ProfilingConfig, why: str) -> N
     )
 
 
-def warn_past_unopened_window(rank: Optional[int], step: int, cfg: ProfilingConfig) -> None:
+def warn_past_unopened_window(rank: int | None, step: int, cfg: ProfilingConfig) -> None:
     """The first step seen is already past the window (a resume past it, or skipped steps)."""
     log.warning(
         "rank %d: step %d is past the profiling window (steps %d-%d) that was never opened (a resume "
@@ -42,7 +41,7 @@ def warn_past_unopened_window(rank: Optional[int], step: int, cfg: ProfilingConf
     )
 
 
-def warn_started_inside(rank: Optional[int], step: int, cfg: ProfilingConfig) -> None:
+def warn_started_inside(rank: int | None, step: int, cfg: ProfilingConfig) -> None:
     """The first step seen is inside the window (a resumed run): only the rest is captured."""
     end = cfg.profile_step_end
     log.warning(
@@ -57,7 +56,7 @@ def warn_started_inside(rank: Optional[int], step: int, cfg: ProfilingConfig) ->
 
 
 def log_window_closed(
-    rank: Optional[int], cfg: ProfilingConfig, reason: Optional[str], first: Optional[int], last: Optional[int]
+    rank: int | None, cfg: ProfilingConfig, reason: str | None, first: int | None, last: int | None
 ) -> None:
     """An info line for a window that ran to its end; a warning naming ``reason`` for an early close."""
     if reason is None:

@@ -105,7 +105,8 @@ def test_main_job_report_lists_a_truncated_and_an_oddly_named_trace_instead_of_c
 
 
 def test_trace_without_profiler_steps_is_summarized_without_step_times_and_says_so(tmp_path):
-    trace = json.load(gzip.open(J128[0]))
+    with gzip.open(J128[0]) as fh:
+        trace = json.load(fh)
     trace["traceEvents"] = [e for e in trace["traceEvents"] if "ProfilerStep" not in str(e.get("name"))]
     p = tmp_path / "no_schedule.json"
     p.write_text(json.dumps(trace))

@@ -89,7 +89,8 @@ def test_traces_of_other_steps_are_compared_apart():
 
 
 def test_rank_falls_back_to_our_file_name_without_distributed_info(tmp_path):
-    trace = json.load(gzip.open(J128[1]))
+    with gzip.open(J128[1]) as fh:
+        trace = json.load(fh)
     del trace["distributedInfo"]
     path = tmp_path / "torch_profile" / "rank3_steps551-552.pt.trace.json.gz"
     path.parent.mkdir()
@@ -176,7 +177,7 @@ def test_top_n_keeps_the_n_largest_rows_of_the_full_tables():
     """The report cuts one full summary for its tables and compares the full one: the cut must be
     the N largest rows of every op and kernel, and leave everything else as it was."""
     full, cut = summarize(J128, top=None), summarize(J128, top=3)
-    for f, c in zip(full["traces"], cut["traces"]):
+    for f, c in zip(full["traces"], cut["traces"], strict=False):
         for table, key in (("top_cpu_ops", "self_us"), ("top_gpu_kernels", "total_us")):
             assert len(f[table]) > 3, "the full table holds every op and kernel"
             largest = sorted(f[table], key=lambda r: (-r[key], r["name"]))[:3]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import types
 from dataclasses import dataclass, field
-from typing import List, Optional
 
 import pytest
 
@@ -24,7 +23,7 @@ class MB031ProfilingConfig:
     profile_step_start: int = 10
     profile_step_end: int = 12
     use_pytorch_profiler: bool = False
-    profile_ranks: List[int] = field(default_factory=lambda: [0])
+    profile_ranks: list[int] = field(default_factory=lambda: [0])
     record_memory_history: bool = False
     memory_snapshot_path: str = "snapshot.pickle"
     record_shapes: bool = False
@@ -40,13 +39,13 @@ class MBMainProfilingConfig:
     pytorch_profiler_collect_shapes: bool = False
     pytorch_profiler_collect_callstack: bool = False
     pytorch_profiler_collect_chakra: bool = False
-    profile_ranks: List[int] = field(default_factory=lambda: [0])
+    profile_ranks: list[int] = field(default_factory=lambda: [0])
     record_memory_history: bool = False
     memory_snapshot_path: str = "/nemo_run/snapshot.pickle"
     record_shapes: bool = False
     nvtx_ranges: bool = False
     # a field a later Megatron Bridge may add, which we do not know
-    pytorch_profiler_with_flops: Optional[bool] = None
+    pytorch_profiler_with_flops: bool | None = None
 
 
 @pytest.fixture

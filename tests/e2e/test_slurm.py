@@ -193,10 +193,12 @@ def test_fault_tolerance_with_nsys_renders_valid_sbatch_without_nsys(slurm_clust
     nsys = NsysPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=RANKS)
     plugins = [ft, nsys] if order == "ft_then_nsys" else [nsys, ft]
     executor = slurm_executor(slurm_cluster, tmp_path, ntasks_per_node=2)
-    with pytest.warns(ProfilingPluginWarning, match="nsys"):
-        with run.Experiment("fttest", base_dir=str(tmp_path), enable_goodbye_message=False, log_level="WARN") as exp:
-            exp.add(tiny_gpt_recipe(**SMALL), executor=executor, plugins=plugins, name="tiny_gpt")
-            exp.dryrun(log=False, delete_exp_dir=False)
+    with (
+        pytest.warns(ProfilingPluginWarning, match="nsys"),
+        run.Experiment("fttest", base_dir=str(tmp_path), enable_goodbye_message=False, log_level="WARN") as exp,
+    ):
+        exp.add(tiny_gpt_recipe(**SMALL), executor=executor, plugins=plugins, name="tiny_gpt")
+        exp.dryrun(log=False, delete_exp_dir=False)
     job = exp.jobs[0]
     script = Path(job.executor.experiment_dir, f"{job.executor.job_name}_sbatch.sh")
     text = script.read_text()

@@ -4,7 +4,6 @@ plugin order (bridge_plugins.config.conflicts)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import nemo_run as run
 import pytest
@@ -88,7 +87,7 @@ def test_ft_keeps_torchrun_rendezvous_and_sets_retries(tmp_path):
 def test_ft_without_ft_section_warns(tmp_path):
     @dataclass
     class NoFT:
-        profiling: Optional[ProfilingConfig] = None
+        profiling: ProfilingConfig | None = None
 
     task = run.Partial(foreign_pretrain, cfg=run.Config(NoFT))
     with pytest.warns(ProfilingPluginWarning, match="NoFT has no 'ft' section"):

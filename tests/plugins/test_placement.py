@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import fiddle as fdl
 import nemo_run as run
@@ -360,11 +361,10 @@ def test_local_nsys_run_without_an_nsys_binary_is_refused_before_launch(tmp_path
     torchx's Popen FileNotFoundError traceback); the dryrun above still works."""
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     task, started = marker_script(tmp_path)
-    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS):
-        with run.Experiment("plugtest", log_level="WARN") as exp:
-            exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
-            with pytest.raises(NsysNotFoundError) as raised:
-                exp.run(sequential=True)
+    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS), run.Experiment("plugtest", log_level="WARN") as exp:
+        exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
+        with pytest.raises(NsysNotFoundError) as raised:
+            exp.run(sequential=True)
     message = str(raised.value)
     assert "\n" not in message and message.startswith("NsysPlugin: ") and NO_NSYS in message
     assert "LocalExecutor" in message and "exp.dryrun()" in message
@@ -386,11 +386,10 @@ def test_local_nsys_installed_after_setup_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setenv("FAKE_NSYS_LOG", str(nsys_log))
     task, started = marker_script(tmp_path)
-    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS):
-        with run.Experiment("plugtest", log_level="WARN") as exp:
-            exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
-            exp.jobs[0].executor.env_vars["PATH"] = f"{bindir}:{os.path.dirname(sys.executable)}:/usr/bin:/bin"
-            exp.run(sequential=True)
+    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS), run.Experiment("plugtest", log_level="WARN") as exp:
+        exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
+        exp.jobs[0].executor.env_vars["PATH"] = f"{bindir}:{os.path.dirname(sys.executable)}:/usr/bin:/bin"
+        exp.run(sequential=True)
     assert exp.jobs[0].launched and started.exists()
     assert list(nsys_log.iterdir()), "the job ran under the stand-in nsys"
 
@@ -399,10 +398,9 @@ def test_direct_run_needs_no_nsys(tmp_path, monkeypatch):
     """exp.run(direct=True) runs the task in this process, without the nsys wrapper: not refused."""
     monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
     task, started = marker_script(tmp_path)
-    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS):
-        with run.Experiment("plugtest", log_level="WARN") as exp:
-            exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
-            exp.run(direct=True)
+    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS), run.Experiment("plugtest", log_level="WARN") as exp:
+        exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
+        exp.run(direct=True)
     assert started.exists()
 
 
@@ -434,9 +432,11 @@ def test_a_plugin_warning_points_at_the_users_line(tmp_path, monkeypatch):
     """Python prints a warning with the file and line it names: that should be the user's
     ``exp.add(...)``, not a line inside bridge_plugins or NeMo Run."""
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    with pytest.warns(ProfilingPluginWarning, match=NO_NSYS) as record:
-        with run.Experiment("plugtest", log_level="WARN") as exp:
-            exp.add(tiny_gpt_recipe(), executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
+    with (
+        pytest.warns(ProfilingPluginWarning, match=NO_NSYS) as record,
+        run.Experiment("plugtest", log_level="WARN") as exp,
+    ):
+        exp.add(tiny_gpt_recipe(), executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
     (w,) = [w for w in record if NO_NSYS in str(w.message)]
     assert w.filename == __file__, w.filename
-    assert "exp.add(" in open(__file__).read().splitlines()[w.lineno - 1]
+    assert "exp.add(" in Path(__file__).read_text().splitlines()[w.lineno - 1]

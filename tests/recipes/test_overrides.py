@@ -104,7 +104,7 @@ def test_help_lists_every_key_with_its_type_and_default(capsys):
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ") and "." in line.split()[0]}
     assert set(rows) == set(valid_keys())
     assert "int" in rows["train.train_iters"] and "default 20" in rows["train.train_iters"]
-    assert "List[int]" in rows["profiling.profile_ranks"] and "default [0]" in rows["profiling.profile_ranks"]
-    assert "Optional[str]" in rows["profiling.output_dir"] and "default None" in rows["profiling.output_dir"]
+    assert "list[int]" in rows["profiling.profile_ranks"] and "default [0]" in rows["profiling.profile_ranks"]
+    assert "str | None" in rows["profiling.output_dir"] and "default None" in rows["profiling.output_dir"]
     assert "default 'memory_snapshot.pickle'" in rows["profiling.memory_snapshot_path"]
     assert "First profiled step" in rows["profiling.profile_step_start"], "the field's docstring"

@@ -436,10 +436,9 @@ def test_sigterm_handler_is_chained_and_a_later_owner_is_left_alone(tmp_path, tr
                         signal.signal(signal.SIGTERM, user_handler)  # the job takes SIGTERM over
         assert signal.getsignal(signal.SIGTERM) is user_handler  # not clobbered on exit
         ctl2 = ProfilingController(cfg(tmp_path / "b", profile_step_start=0, profile_step_end=2), rank=0)
-        with ctl2:
-            with ctl2.step(0):
-                train_step()
-                os.kill(os.getpid(), signal.SIGTERM)  # ours writes what was captured, then chains
+        with ctl2, ctl2.step(0):
+            train_step()
+            os.kill(os.getpid(), signal.SIGTERM)  # ours writes what was captured, then chains
         assert calls == [signal.SIGTERM]  # the user's handler ran, once
         assert [p.name for p in ctl2.artifacts] == ["rank0_steps0-0.pt.trace.json.gz"]
         assert signal.getsignal(signal.SIGTERM) is user_handler  # restored to what it was

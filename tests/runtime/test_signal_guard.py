@@ -22,10 +22,9 @@ def handlers():
 def test_ctrl_c_in_a_hold_is_raised_when_it_ends(handlers):
     before = signal.getsignal(signal.SIGINT)
     done = []
-    with pytest.raises(KeyboardInterrupt):
-        with SignalGuard(lambda: None, "test").hold():
-            signal.raise_signal(signal.SIGINT)
-            done.append("the write went on")
+    with pytest.raises(KeyboardInterrupt), SignalGuard(lambda: None, "test").hold():
+        signal.raise_signal(signal.SIGINT)
+        done.append("the write went on")
     assert done == ["the write went on"]
     assert signal.getsignal(signal.SIGINT) is before
 

@@ -6,20 +6,18 @@ device), so ``memory --compare`` and the report's comparison use the same figure
 
 from __future__ import annotations
 
-from typing import Dict, Optional
-
 from bridge_plugins.analysis.memory.snapshot import main_device
 
 _FIGURES = ("peak_allocated", "peak_reserved", "end_allocated", "end_reserved")
 TOP_CHANGES = 15
 
 
-def _delta(base: Optional[int], new: Optional[int]) -> dict:
+def _delta(base: int | None, new: int | None) -> dict:
     """None (unknown, e.g. reserved bytes of a profiler-made snapshot) makes the delta None."""
     return {"base": base, "new": new, "delta": None if base is None or new is None else new - base}
 
 
-def _by_site(rows) -> Dict[str, int]:
+def _by_site(rows) -> dict[str, int]:
     return {row["site"]: row["bytes"] for row in rows}
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import pickle
 from pathlib import Path
-from typing import Union
 
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
@@ -46,7 +45,7 @@ class _DataOnlyUnpickler(pickle.Unpickler):
         raise SnapshotFormatError(f"{self._path}: refusing to load: the pickle uses persistent ids (not a snapshot)")
 
 
-def load_snapshot(path: Union[str, Path]) -> dict:
+def load_snapshot(path: str | Path) -> dict:
     """The snapshot dict in ``path`` (``segments``, ``device_traces``); SnapshotFormatError otherwise.
 
     A bare list of segments (the oldest snapshot format) is returned as ``{"segments": [...],

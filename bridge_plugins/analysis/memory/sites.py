@@ -13,7 +13,7 @@ frames as ``{"filename": "none", "line": 0, "name": "path/file.py(31): forward"}
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Tuple
+from collections.abc import Iterable
 
 _PROFILER_NAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<func>.+)$")
 _LIBRARY_PATH = re.compile(
@@ -24,7 +24,7 @@ _LIBRARY_PATH = re.compile(
 NO_FRAMES = "<no Python frames>"
 
 
-def frame_parts(frame: dict) -> Tuple[str, int, str]:
+def frame_parts(frame: dict) -> tuple[str, int, str]:
     """(filename, line, function) of a snapshot frame, in either the allocator's or the profiler's form."""
     filename, line, name = str(frame.get("filename", "")), frame.get("line", 0), str(frame.get("name", ""))
     if filename in ("", "none") and not line:
@@ -46,7 +46,7 @@ def short_path(filename: str) -> str:
     return "/".join(parts[-2:])
 
 
-def site_of(frames: Optional[Iterable[dict]], category: Optional[str] = None) -> str:
+def site_of(frames: Iterable[dict] | None, category: str | None = None) -> str:
     """``file:line function`` of the innermost user frame (see the module docstring). Without
     frames, the profiler's category (``<parameter, no Python frames>``) keeps kinds apart."""
     parsed = [frame_parts(f) for f in frames or () if isinstance(f, dict)]

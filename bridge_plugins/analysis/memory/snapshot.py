@@ -22,8 +22,8 @@ events, so the peak is always one of them.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Union
 
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
 from bridge_plugins.analysis.memory.sites import site_of
@@ -33,10 +33,10 @@ TIMELINE_POINTS = 600
 TOP_SITES = 15
 
 
-def group_by_site(allocations: Iterable[Allocation], top: Optional[int] = TOP_SITES) -> List[dict]:
+def group_by_site(allocations: Iterable[Allocation], top: int | None = TOP_SITES) -> list[dict]:
     """Bytes and counts per site, largest first; ``categories`` splits the bytes by the
     profiler's tensor category where the snapshot has one."""
-    groups: Dict[str, dict] = {}
+    groups: dict[str, dict] = {}
     for a in allocations:
         g = groups.setdefault(site_of(a.frames, a.category), {"bytes": 0, "count": 0, "categories": defaultdict(int)})
         g["bytes"] += a.size
@@ -49,7 +49,7 @@ def group_by_site(allocations: Iterable[Allocation], top: Optional[int] = TOP_SI
     ]
 
 
-def _timeline(r: DeviceReplay, t0: Optional[float]) -> List[list]:
+def _timeline(r: DeviceReplay, t0: float | None) -> list[list]:
     points = [[-1, 0.0 if t0 is not None else None, r.initial_allocated, r.initial_reserved]]
     n = r.entries
     width = max(1, -(-n // TIMELINE_POINTS))
@@ -59,11 +59,11 @@ def _timeline(r: DeviceReplay, t0: Optional[float]) -> List[list]:
     return points
 
 
-def _rel(t: Optional[float], t0: Optional[float]) -> Optional[float]:
+def _rel(t: float | None, t0: float | None) -> float | None:
     return None if t is None or t0 is None else round((t - t0) / 1e6, 6)
 
 
-def _device_summary(r: DeviceReplay, entries: List[dict], top: Optional[int]) -> dict:
+def _device_summary(r: DeviceReplay, entries: list[dict], top: int | None) -> dict:
     t0 = next((t for t in r.time_us if t is not None), None)
     peak_entry = entries[r.peak_index] if r.peak_index >= 0 else {}
     return {
@@ -86,7 +86,7 @@ def _device_summary(r: DeviceReplay, entries: List[dict], top: Optional[int]) ->
     }
 
 
-def segment_summary(segments: List[dict]) -> dict:
+def segment_summary(segments: list[dict]) -> dict:
     """The final state of the allocator's segments, totals as torch's ``_memory_viz segsum`` counts
     them: requested bytes of active blocks, internal free (rounding) and external free (inactive)."""
     per, totals = [], defaultdict(int)
@@ -122,14 +122,14 @@ def segment_summary(segments: List[dict]) -> dict:
     }
 
 
-def _source(segments: List[dict]) -> str:
+def _source(segments: list[dict]) -> str:
     """'allocator' (a CUDA snapshot) or 'profiler' (made by ``_profile_to_snapshot``: its blocks have
     no addresses and its "segments" are address spans of host tensors, not cudaMalloc calls)."""
     blocks = [b for s in segments for b in s.get("blocks", [])]
     return "profiler" if blocks and not any("address" in b for b in blocks) else "allocator"
 
 
-def summarize_snapshot(path: Union[str, Path], top_sites: Optional[int] = TOP_SITES) -> dict:
+def summarize_snapshot(path: str | Path, top_sites: int | None = TOP_SITES) -> dict:
     """Every figure of one snapshot file (layout in the module docstring); ``top_sites=None`` keeps
     every site (what a comparison needs)."""
     data = load_snapshot(path)
@@ -153,12 +153,12 @@ def summarize_snapshot(path: Union[str, Path], top_sites: Optional[int] = TOP_SI
         ) from None
 
 
-def main_device(summary: dict) -> Optional[dict]:
+def main_device(summary: dict) -> dict | None:
     """The device with the highest allocated peak: the one a per-rank snapshot is about."""
     return max(summary["devices"], key=lambda d: d["peak_allocated"], default=None)
 
 
-def summarize_snapshots(paths: Iterable[Union[str, Path]]) -> dict:
+def summarize_snapshots(paths: Iterable[str | Path]) -> dict:
     """What ``analysis.summarize`` merges into its ``memory`` entry: ``{"files": [summary + "rank"],
     "problems": [{"file", "error"}]}``; a file that is not a snapshot is a problem, not a failure."""
     from bridge_plugins.jobdir import names as artifact_names

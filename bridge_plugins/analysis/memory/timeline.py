@@ -19,8 +19,8 @@ Sizes are the bytes requested (what trace entries record); segment sizes are wha
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Tuple
 
 BEFORE_TRACE = "before-trace"
 """Key of the one allocation standing for unaddressed blocks that predate the trace."""
@@ -32,7 +32,7 @@ class Allocation:
     addr: int
     size: int
     frames: list
-    category: Optional[str] = None
+    category: str | None = None
     index: int = -1
     """Trace index of its ``alloc``; -1 when it existed before the trace began."""
 
@@ -43,16 +43,16 @@ class DeviceReplay:
 
     device: int
     entries: int
-    allocated: List[int]
-    reserved: List[int]
-    time_us: List[Optional[float]]
+    allocated: list[int]
+    reserved: list[int]
+    time_us: list[float | None]
     initial_allocated: int
     initial_reserved: int
     peak_index: int
     """Index of the first event at which allocated bytes are highest; -1 = before the first event."""
-    live_at_peak: List[Allocation]
-    live_at_end: List[Allocation]
-    ooms: List[dict] = field(default_factory=list)
+    live_at_peak: list[Allocation]
+    live_at_end: list[Allocation]
+    ooms: list[dict] = field(default_factory=list)
 
     @property
     def peak_allocated(self) -> int:
@@ -63,13 +63,13 @@ class DeviceReplay:
         return max([self.initial_reserved, *self.reserved])
 
 
-def end_blocks(segments: List[dict], device: int) -> Tuple[Optional[Dict[int, Allocation]], int]:
+def end_blocks(segments: list[dict], device: int) -> tuple[dict[int, Allocation] | None, int]:
     """Active blocks of the final state: ({address: allocation} or None, their requested bytes).
 
     The mapping is None when blocks carry no ``address``: profiler-made snapshots lay blocks out
     one after another although their tensors can overlap, so a computed address is not a real one.
     """
-    found: Dict[int, Allocation] = {}
+    found: dict[int, Allocation] = {}
     total, addressed = 0, True
     for seg in segments:
         if seg.get("device", 0) != device:
@@ -86,7 +86,7 @@ def end_blocks(segments: List[dict], device: int) -> Tuple[Optional[Dict[int, Al
     return (found if addressed else None), total
 
 
-def _classified(entries: List[dict]) -> Iterator[Tuple[int, Optional[str], dict]]:
+def _classified(entries: list[dict]) -> Iterator[tuple[int, str | None, dict]]:
     """(index, kind, entry) per entry, kind 'alloc', 'free', 'reserve', 'oom' or None: the one place
     that decides which entry ends an allocation (see the module docstring)."""
     requested = set()
@@ -112,10 +112,10 @@ def _allocation(e: dict, index: int = -1) -> Allocation:
     return Allocation(e.get("addr"), e.get("size", 0), e.get("frames") or [], e.get("category"), index)
 
 
-def _preexisting(entries: List[dict], segments: List[dict], device: int) -> Dict[object, Allocation]:
+def _preexisting(entries: list[dict], segments: list[dict], device: int) -> dict[object, Allocation]:
     """Allocations alive when the trace began (see the module docstring)."""
-    live: Dict[object, Allocation] = {}
-    before: Dict[object, Allocation] = {}
+    live: dict[object, Allocation] = {}
+    before: dict[object, Allocation] = {}
     for i, kind, e in _classified(entries):
         addr = e.get("addr")
         if kind == "alloc":
@@ -134,7 +134,7 @@ def _preexisting(entries: List[dict], segments: List[dict], device: int) -> Dict
     return before
 
 
-def _apply(live: Dict[int, Allocation], kind: Optional[str], e: dict, index: int) -> int:
+def _apply(live: dict[int, Allocation], kind: str | None, e: dict, index: int) -> int:
     """Update ``live`` for one entry; returns the change in allocated bytes."""
     if kind == "alloc":
         old = live.get(e.get("addr"))
@@ -146,7 +146,7 @@ def _apply(live: Dict[int, Allocation], kind: Optional[str], e: dict, index: int
     return 0
 
 
-def replay(entries: List[dict], segments: List[dict], device: int) -> DeviceReplay:
+def replay(entries: list[dict], segments: list[dict], device: int) -> DeviceReplay:
     start = _preexisting(entries, segments, device)
     live = dict(start)
     initial_allocated = sum(a.size for a in live.values())
@@ -183,7 +183,7 @@ def replay(entries: List[dict], segments: List[dict], device: int) -> DeviceRepl
     )
 
 
-def _live_after(entries: List[dict], stop: int, start: Dict[int, Allocation]) -> List[Allocation]:
+def _live_after(entries: list[dict], stop: int, start: dict[int, Allocation]) -> list[Allocation]:
     """Allocations alive right after entry ``stop`` (a second, short replay: cheaper than copying
     the live set at every new maximum)."""
     live = dict(start)

@@ -12,9 +12,9 @@ import datetime
 import os
 import statistics
 import tempfile
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
 
 from bridge_plugins.analysis.memory.snapshot import main_device
 from bridge_plugins.analysis.report.compare import compare_section
@@ -73,7 +73,7 @@ def _overview(s: dict) -> str:
     return f'<div class="cards" id="overview">{cards}</div>'
 
 
-def render(summary: dict, comparison: Optional[dict] = None, memory_comparison: Optional[dict] = None) -> str:
+def render(summary: dict, comparison: dict | None = None, memory_comparison: dict | None = None) -> str:
     """The page for a summary dict (``analysis.summarize``) and optional comparisons."""
     problems = summary["problems"] + ((comparison or {}).get("problems") or [])
     problems_html = ""
@@ -105,7 +105,7 @@ def render(summary: dict, comparison: Optional[dict] = None, memory_comparison: 
     )
 
 
-def write_report(html: str, out: Union[str, Path]) -> Path:
+def write_report(html: str, out: str | Path) -> Path:
     """Write atomically (a reader never sees half a file); returns the path."""
     out = Path(out)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
@@ -121,8 +121,8 @@ def write_report(html: str, out: Union[str, Path]) -> Path:
 
 
 def build(
-    paths: Sequence[Union[str, Path]], baseline: Optional[Sequence[Union[str, Path]]] = None, top: int = 10
-) -> Tuple[str, List[dict]]:
+    paths: Sequence[str | Path], baseline: Sequence[str | Path] | None = None, top: int = 10
+) -> tuple[str, list[dict]]:
     """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
     Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read."""
     from bridge_plugins.analysis.compare import compare_runs

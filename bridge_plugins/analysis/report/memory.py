@@ -4,7 +4,6 @@ candidates, segments; and the memory part of a comparison."""
 from __future__ import annotations
 
 from html import escape
-from typing import List, Optional
 
 from bridge_plugins.analysis.memory.snapshot import main_device
 from bridge_plugins.analysis.report.parts import card, cell, fmt_bytes, name_cell, section, table
@@ -91,7 +90,7 @@ def _sites_chart(dev: dict, idx: int) -> str:
     )
 
 
-def _site_table(table_id: str, rows: List[dict]) -> str:
+def _site_table(table_id: str, rows: list[dict]) -> str:
     body = [
         name_cell(r["site"], 90)
         + cell(r["bytes"], fmt_bytes)
@@ -161,7 +160,7 @@ def _snapshot_block(summary: dict, idx: int) -> str:
     )
 
 
-def memory_section(memory: Optional[dict]) -> str:
+def memory_section(memory: dict | None) -> str:
     files = (memory or {}).get("files") or []
     if not files:
         return section(

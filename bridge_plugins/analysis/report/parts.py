@@ -6,8 +6,8 @@ Figures shown are formatted here; the exact number from the summary JSON rides a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from html import escape
-from typing import Callable, List, Optional, Sequence
 
 from bridge_plugins.analysis.report.svg import attr, clip
 
@@ -20,20 +20,20 @@ COLOURS = {
 }
 
 
-def fmt_ms(us: Optional[float]) -> str:
+def fmt_ms(us: float | None) -> str:
     return "–" if us is None else f"{us / 1000:,.2f} ms"
 
 
-def fmt_ms_signed(us: Optional[float]) -> str:
+def fmt_ms_signed(us: float | None) -> str:
     """A change: ``+1.25 ms`` or ``-0.40 ms``."""
     return ("+" if us is not None and us > 0 else "") + fmt_ms(us)
 
 
-def fmt_pct(fraction: Optional[float]) -> str:
+def fmt_pct(fraction: float | None) -> str:
     return "–" if fraction is None else f"{fraction:+.1%}"
 
 
-def fmt_bytes(n: Optional[float]) -> str:
+def fmt_bytes(n: float | None) -> str:
     from bridge_plugins.analysis.text.memory import fmt_bytes as _fmt
 
     return _fmt(n)
@@ -50,7 +50,7 @@ def name_cell(name: str, width: int = 110) -> str:
     return f'<td class="name" title="{escape(name, quote=True)}">{escape(clip(name, width))}</td>'
 
 
-def table(table_id: str, headers: Sequence[str], rows: List[str], cls: str = "") -> str:
+def table(table_id: str, headers: Sequence[str], rows: list[str], cls: str = "") -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(f"<tr>{r}</tr>" for r in rows) or f'<tr><td colspan="{len(headers)}" class="empty">none</td></tr>'
     return f'<table id="{table_id}" class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
@@ -70,7 +70,7 @@ def card(label: str, value: str, sub: str = "", data_value=None, cls: str = "") 
     )
 
 
-def rank_label(trace: dict, traces: List[dict]) -> str:
+def rank_label(trace: dict, traces: list[dict]) -> str:
     """``rank 3``, or ``rank 3 · file`` when one rank has several traces (e.g. two windows)."""
     same = [t for t in traces if t["rank"] == trace["rank"]]
     label = f"rank {trace['rank']}"

@@ -7,8 +7,8 @@ a reader can hover for the value. Charts are ``<figure class="chart" id=...>`` e
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from html import escape
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 WIDTH = 960
 LABEL_W = 320
@@ -26,7 +26,7 @@ def attr(value) -> str:
     return escape(str(value), quote=True)
 
 
-def data_attrs(data: Optional[Dict[str, object]]) -> str:
+def data_attrs(data: dict[str, object] | None) -> str:
     return "".join(f' data-{k}="{attr(v)}"' for k, v in (data or {}).items() if v is not None)
 
 
@@ -42,7 +42,7 @@ def figure(chart_id: str, title: str, svg_body: str, height: int, legend: str = 
     )
 
 
-def legend(parts: Sequence[Tuple[str, str, str]]) -> str:
+def legend(parts: Sequence[tuple[str, str, str]]) -> str:
     items = "".join(f'<span class="key"><i style="background:{c}"></i>{escape(label)}</span>' for _, label, c in parts)
     return f'<div class="legend">{items}</div>'
 
@@ -56,7 +56,7 @@ def _label(y: float, text: str, bold: bool = False) -> str:
 
 
 def stacked_hbars(
-    chart_id: str, title: str, rows: List[dict], parts: Sequence[Tuple[str, str, str]], fmt: Fmt, note: str = ""
+    chart_id: str, title: str, rows: list[dict], parts: Sequence[tuple[str, str, str]], fmt: Fmt, note: str = ""
 ) -> str:
     """One bar per row, split into ``parts`` (key, label, colour), on one absolute scale.
 
@@ -85,7 +85,7 @@ def stacked_hbars(
     return figure(chart_id, title, "".join(body), height, legend(parts), note)
 
 
-def range_hbars(chart_id: str, title: str, rows: List[dict], fmt: Fmt, note: str = "") -> str:
+def range_hbars(chart_id: str, title: str, rows: list[dict], fmt: Fmt, note: str = "") -> str:
     """Median bar with a min-max whisker per row: ``{"label", "min", "median", "max", "flag", "data"}``;
     ``flag`` ('straggler') colours the bar."""
     top = max((r["max"] for r in rows), default=0) or 1
@@ -110,7 +110,7 @@ def range_hbars(chart_id: str, title: str, rows: List[dict], fmt: Fmt, note: str
     return figure(chart_id, title, "".join(body), 16 + len(rows) * (ROW_H + 8), note=note)
 
 
-def value_hbars(chart_id: str, title: str, rows: List[dict], fmt: Fmt, colour: str = "#4c78a8", note: str = "") -> str:
+def value_hbars(chart_id: str, title: str, rows: list[dict], fmt: Fmt, colour: str = "#4c78a8", note: str = "") -> str:
     """Plain horizontal bars: ``{"label", "value", "colour"?, "data"}``."""
     top = max((r["value"] for r in rows), default=0) or 1
     span = WIDTH - LABEL_W - VALUE_W
@@ -130,7 +130,7 @@ def value_hbars(chart_id: str, title: str, rows: List[dict], fmt: Fmt, colour: s
 
 
 def deviation_bars(
-    chart_id: str, title: str, rows: List[dict], series: Sequence[Tuple[str, str, str]], note: str = ""
+    chart_id: str, title: str, rows: list[dict], series: Sequence[tuple[str, str, str]], note: str = ""
 ) -> str:
     """Per row, one bar per series showing a fraction above (right) or below (left) the median:
     ``{"label", "values": {key: fraction}, "flag", "data"}``."""
@@ -164,11 +164,11 @@ def deviation_bars(
 def line_chart(
     chart_id: str,
     title: str,
-    xs: List[float],
-    series: Sequence[Tuple[str, str, List[Optional[float]]]],
+    xs: list[float],
+    series: Sequence[tuple[str, str, list[float | None]]],
     fmt_y: Fmt,
     x_label: str,
-    marker: Optional[Tuple[float, float, str]] = None,
+    marker: tuple[float, float, str] | None = None,
     note: str = "",
 ) -> str:
     """Step lines over ``xs``; ``marker`` = (x, y, text) marks the peak. Missing values (None) are skipped."""
@@ -203,7 +203,7 @@ def line_chart(
         f"{escape(x_label)}</text>"
     )
     for name, colour, vals in series:
-        pts = [(px(x), py(v)) for x, v in zip(xs, vals) if v is not None]
+        pts = [(px(x), py(v)) for x, v in zip(xs, vals, strict=False) if v is not None]
         path = " ".join(f"{a:.2f},{b:.2f}" for a, b in pts)
         body.append(
             f'<polyline class="series series-{escape(name)}" points="{path}" fill="none" stroke="{colour}" '

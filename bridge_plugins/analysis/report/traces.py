@@ -4,7 +4,6 @@ breakdown, top operators and kernels, and the cross-rank straggler view."""
 from __future__ import annotations
 
 from html import escape
-from typing import List
 
 from bridge_plugins.analysis.report.parts import COLOURS, cell, fmt_ms, fmt_pct, name_cell, rank_label, section, table
 from bridge_plugins.analysis.report.svg import deviation_bars, range_hbars, stacked_hbars
@@ -154,7 +153,7 @@ def stragglers_section(s: dict) -> str:
         ("computation", "compute time", "#72b7b2"),
         ("communication", "communication", "#f58518"),
     ]
-    blocks: List[str] = []
+    blocks: list[str] = []
     for gi, g in enumerate(groups):
         rows = [
             {

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Dict, List
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -16,7 +14,7 @@ def _delta(us) -> str:
     return "-" if us is None else f"{us / 1000:+,.2f}"
 
 
-def _overview(c: Dict) -> Table:
+def _overview(c: dict) -> Table:
     t = Table(title=f"Base vs new (times in ms; ops and kernels {c['normalized']})", title_justify="left")
     for col in ("", "base", "new", "delta"):
         t.add_column(col, justify="left" if not col else "right")
@@ -35,7 +33,7 @@ def _overview(c: Dict) -> Table:
     return t
 
 
-def _changes(title: str, rows: List[Dict]) -> Table:
+def _changes(title: str, rows: list[dict]) -> Table:
     t = Table(title=title, title_justify="left")
     for col in ("delta ms", "base ms", "new ms", "calls base", "calls new", "name"):
         t.add_column(col, justify="left" if col == "name" else "right", overflow="fold")
@@ -51,7 +49,7 @@ def _changes(title: str, rows: List[Dict]) -> Table:
     return t
 
 
-def print_compare(c: Dict, console: Console) -> None:
+def print_compare(c: dict, console: Console) -> None:
     console.print(_overview(c))
     for key, title in (
         ("ops_regressions", "CPU operators that got slower (self time)"),

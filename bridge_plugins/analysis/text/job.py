@@ -7,7 +7,6 @@ torch nor nemo_run: it only reads files.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Tuple
 
 from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.text.memory import fmt_bytes
@@ -16,7 +15,7 @@ from bridge_plugins.jobdir.names import DEFAULT_SNAPSHOT_NAME
 from bridge_plugins.jobdir.scan import UNRECOGNISED_TRACE, NothingToRead, find_artifacts
 
 
-def steps_line(steps: Dict[int, List[List[int]]]) -> str:
+def steps_line(steps: dict[int, list[list[int]]]) -> str:
     """'Steps captured per rank: rank 0: 10-14, rank 1: 10-14'; a rank's windows joined by 'and'."""
     per_rank = []
     for rank, windows in sorted(steps.items()):
@@ -28,7 +27,7 @@ def steps_line(steps: Dict[int, List[List[int]]]) -> str:
 
 def report(
     job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top: int = 10
-) -> Tuple[str, Dict[int, List[List[int]]]]:
+) -> tuple[str, dict[int, list[list[int]]]]:
     """A human-readable summary of a job's artifacts, and the steps captured per rank, one list per
     trace (window): a rank with several windows (on-demand triggers, requeues) keeps them all.
 
@@ -42,8 +41,8 @@ def report(
         summary = None
     by_file = {t["file"]: t for t in (summary or {}).get("traces", [])}
     problems = {x["file"]: x["error"] for x in (summary or {}).get("problems", [])}
-    lines: List[str] = []
-    steps: Dict[int, List[List[int]]] = {}
+    lines: list[str] = []
+    steps: dict[int, list[list[int]]] = {}
     for rank in sorted(set(arts.traces) | set(arts.memory)):
         for p in arts.traces.get(rank, []):
             t = by_file.get(str(p))

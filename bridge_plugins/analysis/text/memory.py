@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
-
 from bridge_plugins.analysis.memory.snapshot import main_device
 
 _BARS = " ▁▂▃▄▅▆▇█"
 ROWS = 10
 
 
-def fmt_bytes(n: Optional[float]) -> str:
+def fmt_bytes(n: float | None) -> str:
     """Binary units, as torch's memory tools print them (``12.5 MiB``); None is 'n/a'."""
     if n is None:
         return "n/a"
@@ -23,7 +21,7 @@ def fmt_bytes(n: Optional[float]) -> str:
     return f"{sign}{n} B"
 
 
-def sparkline(values: List[int], width: int = 60) -> str:
+def sparkline(values: list[int], width: int = 60) -> str:
     if not values:
         return ""
     step = max(1, -(-len(values) // width))
@@ -40,7 +38,7 @@ def _when(peak: dict) -> str:
     return f"at trace entry {peak['index']}{t}{by}"
 
 
-def _site_rows(rows: List[dict]) -> List[str]:
+def _site_rows(rows: list[dict]) -> list[str]:
     if not rows:
         return ["    (none)"]
     out = [f"    {'bytes':>10}  {'count':>6}  site"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -18,11 +17,11 @@ from rich.text import Text
 NAME_WIDTH = 70
 
 
-def ms(us: Optional[float]) -> str:
+def ms(us: float | None) -> str:
     return "-" if us is None else f"{us / 1000:,.2f}"
 
 
-def pct(part: Optional[float], whole: Optional[float]) -> str:
+def pct(part: float | None, whole: float | None) -> str:
     return "-" if part is None or not whole else f"{100 * part / whole:.1f} %"
 
 
@@ -30,7 +29,7 @@ def short(name: str, width: int = NAME_WIDTH) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def step_ranges(steps: List[int]) -> str:
+def step_ranges(steps: list[int]) -> str:
     if not steps:
         return "none"
     if steps == list(range(steps[0], steps[-1] + 1)):
@@ -38,7 +37,7 @@ def step_ranges(steps: List[int]) -> str:
     return ",".join(map(str, steps))
 
 
-def _ranks_table(s: Dict) -> Table:
+def _ranks_table(s: dict) -> Table:
     gpu = any(tr["gpu"] for tr in s["traces"])  # CPU-only traces: no GPU columns
     t = Table(
         title="Per rank: steps (ms)" + (" and GPU time (ms, share of the GPU span)" if gpu else ""),
@@ -61,7 +60,7 @@ def _ranks_table(s: Dict) -> Table:
     return t
 
 
-def _top_table(title: str, rows: List[Dict], value: str, extra: Optional[str] = None) -> Table:
+def _top_table(title: str, rows: list[dict], value: str, extra: str | None = None) -> Table:
     t = Table(title=title, title_justify="left")
     t.add_column("ms", justify="right")
     t.add_column("calls", justify="right")
@@ -73,7 +72,7 @@ def _top_table(title: str, rows: List[Dict], value: str, extra: Optional[str] = 
     return t
 
 
-def _cross_rank_table(group: Dict) -> Table:
+def _cross_rank_table(group: dict) -> Table:
     t = Table(
         title=f"Across ranks, steps {step_ranges(group['steps'])}: stragglers and who waits on them",
         title_justify="left",
@@ -112,8 +111,8 @@ def _cross_rank_table(group: Dict) -> Table:
     return t
 
 
-def renderables(s: Dict) -> List:
-    out: List = []
+def renderables(s: dict) -> list:
+    out: list = []
     if s["traces"]:
         out.append(_ranks_table(s))
         for tr in s["traces"]:
@@ -135,7 +134,7 @@ def renderables(s: Dict) -> List:
     return out
 
 
-def to_text(s: Dict, width: int = 160) -> str:
+def to_text(s: dict, width: int = 160) -> str:
     """Plain text (no colour) of the tables, for logs and the main job's end-of-run summary."""
     console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
     console.print(Group(*renderables(s)))
@@ -154,6 +153,6 @@ def console() -> Console:
     return _Console() if sys.stdout.isatty() else _Console(width=160)
 
 
-def print_summary(s: Dict, console: Console) -> None:
+def print_summary(s: dict, console: Console) -> None:
     for r in renderables(s):
         console.print(r)

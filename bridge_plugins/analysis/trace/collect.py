@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from array import array
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _INT64_LIMIT = 2**63
@@ -40,12 +39,12 @@ def _hashable(value):
 class Collected:
     """What one trace holds, gathered by :class:`Collector`."""
 
-    header: Dict = field(default_factory=dict)
+    header: dict = field(default_factory=dict)
     events: int = 0
-    names: List[str] = field(default_factory=list)
-    steps: Dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> duration (us)
+    names: list[str] = field(default_factory=list)
+    steps: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> duration (us)
     profiler_step_names: set = field(default_factory=set)  # every name containing ProfilerStep (HTA's test)
-    last_profiler_step_end: Optional[float] = None
+    last_profiler_step_end: float | None = None
     gpu_ts: array = field(default_factory=lambda: array("d"))
     gpu_dur: array = field(default_factory=lambda: array("d"))
     gpu_name: array = field(default_factory=lambda: array("l"))
@@ -53,7 +52,7 @@ class Collected:
     cpu_corr: array = field(default_factory=lambda: array("q"))
     cpu_corr_ts: array = field(default_factory=lambda: array("d"))
     # CPU operators per thread: (pid, tid) -> (ts, dur, name id) arrays, for self time
-    ops: Dict[Tuple, Tuple[array, array, array]] = field(default_factory=dict)
+    ops: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
 
 
 class Collector:
@@ -61,9 +60,9 @@ class Collector:
 
     def __init__(self) -> None:
         self.data = Collected()
-        self._ids: Dict[str, int] = {}
+        self._ids: dict[str, int] = {}
 
-    def on_header(self, header: Dict) -> None:
+    def on_header(self, header: dict) -> None:
         self.data, self._ids = Collected(header=header if isinstance(header, dict) else {}), {}
 
     def _id(self, name: str) -> int:
@@ -73,7 +72,7 @@ class Collector:
             self.data.names.append(name)
         return i
 
-    def on_event(self, e: Dict) -> None:
+    def on_event(self, e: dict) -> None:
         """Called for every event of a big file: written for speed (one dict lookup per field)."""
         d = self.data
         d.events += 1

@@ -24,7 +24,6 @@ from HTA by at most a microsecond per kernel (0.6 % of the span on the job2 fixt
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -69,7 +68,7 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((e[last_of_group] - s[new_group]).sum())
 
 
-def breakdown(d: Collected, keep: np.ndarray, types: List[str]) -> Optional[Dict[str, float]]:
+def breakdown(d: Collected, keep: np.ndarray, types: list[str]) -> dict[str, float] | None:
     """The window's GPU time split (us), or None for a trace without GPU events."""
     if not keep.any():
         return None

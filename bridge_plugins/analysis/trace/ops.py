@@ -7,8 +7,6 @@ ran on the GPU; the kernel table covers the same GPU events as the breakdown (gp
 
 from __future__ import annotations
 
-from typing import Dict, List
-
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
@@ -18,7 +16,7 @@ def _per_name(n_names: int, ids: np.ndarray, values: np.ndarray):
     return np.bincount(ids, weights=values, minlength=n_names), np.bincount(ids, minlength=n_names)
 
 
-def cpu_ops(d: Collected) -> Dict[str, Dict]:
+def cpu_ops(d: Collected) -> dict[str, dict]:
     """Every CPU operator: name -> {self_us, total_us, calls}."""
     n = len(d.names)
     self_us, total_us, calls = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
@@ -27,7 +25,7 @@ def cpu_ops(d: Collected) -> Dict[str, Dict]:
         ids = np.frombuffer(name_a, np.int64)
         order = np.lexsort((-dur, ts))  # by start, the enclosing (longer) one first
         child = [0.0] * len(ts)
-        stack: List[int] = []
+        stack: list[int] = []
         starts, ends, durs = ts.tolist(), (ts + dur).tolist(), dur_a.tolist()  # lists: fast in the loop
         for i in order.tolist():
             while stack and starts[i] >= ends[stack[-1]]:
@@ -45,7 +43,7 @@ def cpu_ops(d: Collected) -> Dict[str, Dict]:
     }
 
 
-def gpu_kernels(d: Collected, keep: np.ndarray, types: List[str]) -> Dict[str, Dict]:
+def gpu_kernels(d: Collected, keep: np.ndarray, types: list[str]) -> dict[str, dict]:
     """Every GPU kernel/memcpy/memset kept: name -> {type, total_us, calls}."""
     ids = np.frombuffer(d.gpu_name, np.int64)[keep] if len(d.gpu_name) else np.zeros(0, np.int64)
     dur = np.frombuffer(d.gpu_dur, np.float64)[keep] if len(d.gpu_dur) else np.zeros(0)
@@ -56,6 +54,6 @@ def gpu_kernels(d: Collected, keep: np.ndarray, types: List[str]) -> Dict[str, D
     }
 
 
-def ranked(table: Dict[str, Dict], key: str) -> List[Dict]:
+def ranked(table: dict[str, dict], key: str) -> list[dict]:
     """Every row, largest ``key`` first (ties by name, so any first N rows are always the same), each with its ``name``."""
     return sorted(({"name": name, **row} for name, row in table.items()), key=lambda r: (-r[key], r["name"]))

@@ -15,9 +15,9 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple
 
 import ijson
 
@@ -72,9 +72,9 @@ class _Utf8Bytes(io.RawIOBase):
         super().close()
 
 
-def _header(fh, backend) -> Tuple[Dict, bool]:
+def _header(fh, backend) -> tuple[dict, bool]:
     """Top-level keys before ``traceEvents``, and whether ``traceEvents`` was reached."""
-    header: Dict = {}
+    header: dict = {}
     key, builder = None, None
     for prefix, event, value in backend.parse(fh, use_float=True):
         if prefix == "":
@@ -105,7 +105,7 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def _retry_with(e: BaseException, replace_bad_utf8: bool, backend) -> Optional[Tuple[bool, object]]:
+def _retry_with(e: BaseException, replace_bad_utf8: bool, backend) -> tuple[bool, object] | None:
     """The next way to read a file that failed with ``e``, or None if no other way can help.
 
     yajl2_c refuses invalid UTF-8 and integers past 64 bits (Kineto writes uint64 addresses), both
@@ -119,7 +119,7 @@ def _retry_with(e: BaseException, replace_bad_utf8: bool, backend) -> Optional[T
     return None
 
 
-def read_trace(path: Path, on_header: Callable[[Dict], None], on_event: Callable[[Dict], None]) -> None:
+def read_trace(path: Path, on_header: Callable[[dict], None], on_event: Callable[[dict], None]) -> None:
     """Call ``on_header(header)``, then ``on_event(event)`` for every element of traceEvents.
 
     ``on_header`` starts the file: it is called again, and the caller must drop what it gathered,

@@ -8,7 +8,6 @@ has no such spans; it is still summarized, without step times, and says so.
 from __future__ import annotations
 
 import statistics
-from typing import Dict
 
 NO_STEPS_NOTE = (
     "no ProfilerStep annotations (recorded without a torch.profiler schedule): no step times; "
@@ -16,7 +15,7 @@ NO_STEPS_NOTE = (
 )
 
 
-def step_stats(steps: Dict[int, float]) -> Dict:
+def step_stats(steps: dict[int, float]) -> dict:
     """{captured: [N...], count, min_us, median_us, max_us, note} for ProfilerStep number -> duration (us)."""
     if not steps:
         return {"captured": [], "count": 0, "min_us": None, "median_us": None, "max_us": None, "note": NO_STEPS_NOTE}

@@ -18,26 +18,25 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Dict, List, Optional
 
 THRESHOLD = 0.10
 
 
-def _excess(value: Optional[float], median: Optional[float]) -> Optional[float]:
+def _excess(value: float | None, median: float | None) -> float | None:
     """How far above the median, as a fraction of it (None where either is missing or 0)."""
     if value is None or not median:
         return None
     return value / median - 1.0
 
 
-def _median(values: List[Optional[float]]) -> Optional[float]:
+def _median(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
 
 
-def cross_rank(traces: List[Dict]) -> List[Dict]:
+def cross_rank(traces: list[dict]) -> list[dict]:
     """The cross-rank table per group of traces with the same steps (summary's ``cross_rank``)."""
-    groups: Dict[tuple, List[Dict]] = defaultdict(list)
+    groups: dict[tuple, list[dict]] = defaultdict(list)
     for t in traces:
         groups[tuple(t["steps"]["captured"])].append(t)
     out = []
