@@ -98,8 +98,8 @@ if [ "${torch_now%%+*}" != "$TORCH_VERSION" ]; then
 fi
 want_stamp=$(cksum <pyproject.toml)
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$want_stamp" ] || ! installed bridge-plugins >/dev/null; then
-  say "installing bridge-plugins[test] (editable)"
-  "$PY" -m pip install -q -e ".[test]"
+  say "installing bridge-plugins[test,docs] (editable; docs: the Sphinx tools tests/docs/ builds the site with)"
+  "$PY" -m pip install -q -e ".[test,docs]"
   echo "$want_stamp" >"$STAMP"
 fi
 "$PY" -c "
