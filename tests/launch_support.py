@@ -109,7 +109,7 @@ def no_warnings():
 
 
 def user_nsys_plugin(**kw):
-    """The README's NsysPlugin example, with overrides."""
+    """The NsysPlugin example of docs/plugins.md, with overrides."""
     args = dict(
         profile_step_start=10,
         profile_step_end=15,

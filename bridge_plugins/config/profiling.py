@@ -64,7 +64,7 @@ class ProfilingConfig:
     pytorch_profiler_collect_chakra: bool = False
     """Also write a Chakra execution trace per profiled rank, for the window's steps only."""
     nvtx_ranges: bool = False
-    """Megatron Bridge's switch for NVTX ranges around model code (see README for what we do with it)."""
+    """Megatron Bridge's switch for NVTX ranges around model code (docs/megatron-bridge.md says what we do with it)."""
     on_demand: bool = False
     """Let `bridge-plugins trigger JOB_DIR` ask this running job to profile its next steps (no restart)."""
 

@@ -12,7 +12,7 @@
 # before (by recorded PID, see down.sh), then starts everything again. Every PID it starts is
 # recorded in $BRIDGE_SLURM_STATE/<name>[@<node>].pid; scripts/slurm/down.sh stops exactly those.
 #
-# Facts behind the settings: README.md, section "Slurm" (the traps, and why each setting is so).
+# Facts behind the settings: docs/slurm.md (the traps, and why each setting is so).
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
