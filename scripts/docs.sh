@@ -3,10 +3,12 @@
 #   bash scripts/docs.sh                 # build; then open docs/_build/html/index.html
 #   bash scripts/docs.sh --screenshot    # also save docs/_build/index.png (headless chromium, no network)
 # Uses .venv (scripts/setup.sh) and installs the pinned `docs` extra into it when Sphinx is missing.
-# Warnings are errors, as in tests/docs/. PYTHON=... picks another interpreter.
+# Warnings are errors (nitpicky too); tests/docs/ builds the site with this script.
+# PYTHON=... picks another interpreter, OUT=... another output directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
+OUT=${OUT:-docs/_build/html}
 if [ ! -x "$PY" ]; then
   echo "[docs] $PY not found: run 'bash scripts/setup.sh' first (or set PYTHON=...)" >&2
   exit 2
@@ -17,13 +19,14 @@ if ! "$PY" -c "import sphinx, myst_parser, furo, sphinxarg" 2>/dev/null; then
 fi
 start=$(date +%s%N)
 # this checkout's code, whichever copy the interpreter has installed
-PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m sphinx -b html -n -W --keep-going -q docs docs/_build/html
+PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m sphinx -b html -n -W --keep-going -q docs "$OUT"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-printf '[docs] built docs/_build/html in %d.%03d s; open file://%s/docs/_build/html/index.html\n' \
-  $((ms / 1000)) $((ms % 1000)) "$PWD"
+OUT=$(cd "$OUT" && pwd)
+printf '[docs] built %s in %d.%03d s; open file://%s/index.html\n' "$OUT" $((ms / 1000)) $((ms % 1000)) "$OUT"
 if [ "${1:-}" = "--screenshot" ]; then
   chrome=(chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,${HEIGHT:-1400})
   if unshare --net true 2>/dev/null; then chrome=(unshare --net "${chrome[@]}"); fi
-  "${chrome[@]}" --screenshot="$PWD/docs/_build/index.png" "file://$PWD/docs/_build/html/${PAGE:-index.html}" 2>/dev/null
+  mkdir -p docs/_build
+  "${chrome[@]}" --screenshot="$PWD/docs/_build/index.png" "file://$OUT/${PAGE:-index.html}" 2>/dev/null
   echo "[docs] screenshot: docs/_build/index.png"
 fi

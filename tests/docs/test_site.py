@@ -16,8 +16,9 @@ from tests.docs.site import build_site, read_page, require_sphinx
 def site(tmp_path_factory):
     require_sphinx()
     build = build_site(tmp_path_factory.mktemp("docs") / "html")
-    print(f"docs build: {build.seconds:.1f} s")  # the figure the docs quote (scripts/docs.sh prints it too)
+    print(f"docs build: {build.seconds:.1f} s")
     assert build.returncode == 0, f"sphinx failed (warnings are errors):\n{build.log[-6000:]}"
+    assert f"[docs] built {build.out} in " in build.log, build.log[-2000:]
     return build.out
 
 
@@ -112,3 +113,16 @@ def test_the_api_reference_documents_the_public_api(site):
         assert f'id="{name}"' in text, f"{name} is not in the API reference"
     # a field's docstring, rendered once, from the code
     assert "0-based global iteration index, inclusive" in text
+
+
+def test_docs_sh_without_the_venv_says_to_run_setup(tmp_path):
+    import os
+    import subprocess
+
+    from tests.docs.site import REPO
+
+    env = {**os.environ, "PYTHON": str(tmp_path / "no-venv" / "python"), "OUT": str(tmp_path / "html")}
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "docs.sh")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2
+    assert "run 'bash scripts/setup.sh' first" in proc.stderr
+    assert not (tmp_path / "html").exists()
