@@ -9,6 +9,7 @@ report_svg for the charts and report_traces / report_memory / report_compare for
 from __future__ import annotations
 
 import datetime
+import errno
 import os
 import statistics
 import tempfile
@@ -19,7 +20,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 from bridge_plugins.analysis.memory import main_device
 from bridge_plugins.analysis.report_compare import compare_section
 from bridge_plugins.analysis.report_memory import memory_section
-from bridge_plugins.analysis.report_parts import card, fmt_bytes, fmt_ms, section
+from bridge_plugins.analysis.report_parts import card, count, fmt_bytes, fmt_ms, section
 from bridge_plugins.analysis.report_traces import gpu_section, steps_section, stragglers_section, tops_section
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -56,7 +57,7 @@ def _overview(s: dict) -> str:
     traces = s["traces"]
     medians = sorted(t["steps"]["median_us"] for t in traces if t["steps"]["median_us"] is not None)
     stragglers = sorted({r for g in s["cross_rank"] for r in g["stragglers"]})
-    cards = card("ranks", str(len({t["rank"] for t in traces})), f"{len(traces)} traces")
+    cards = card("ranks", str(len({t["rank"] for t in traces})), count(len(traces), "trace"))
     if medians:
         mid = statistics.median(medians)
         cards += card("median step", fmt_ms(mid), "median of the ranks' medians", mid, "median-step")
@@ -105,18 +106,28 @@ def render(summary: dict, comparison: Optional[dict] = None, memory_comparison: 
     )
 
 
-def write_report(html: str, out: Union[str, Path]) -> Path:
-    """Write atomically (a reader never sees half a file); returns the path."""
+def write_report(html: str, out: Union[str, Path], replace: bool = True) -> Path:
+    """Write atomically (a reader never sees half a file); returns the path. With ``replace=False``
+    an existing ``out`` is left alone: FileExistsError (a hard link publishes, never overwrites)."""
     out = Path(out)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(html)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
+        if replace:
+            os.replace(tmp, out)
+        else:
+            try:
+                os.link(tmp, out)
+            except FileExistsError:
+                raise
+            except OSError:  # a file system without hard links: check, then rename
+                if os.path.lexists(out):
+                    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(out)) from None
+                os.rename(tmp, out)
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
     return out
 
 

@@ -20,6 +20,11 @@ COLOURS = {
 }
 
 
+def count(n: int, noun: str) -> str:
+    """``1 trace``, ``2 traces``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def fmt_ms(us: Optional[float]) -> str:
     return "–" if us is None else f"{us / 1000:,.2f} ms"
 
