@@ -33,13 +33,23 @@ def parse_ranks(text: str) -> List[int]:
     if text.strip().lower() in ("all", "[]", ""):
         return []
     try:
-        return [int(r) for r in text.replace("[", "").replace("]", "").split(",") if r.strip()]
+        ranks = [int(r) for r in text.replace("[", "").replace("]", "").split(",") if r.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"--ranks {text!r}: give comma-separated global ranks (e.g. 0,1) or 'all'")
+    if any(r < 0 for r in ranks) or len(set(ranks)) != len(ranks):
+        raise argparse.ArgumentTypeError(f"--ranks {text!r}: give distinct ranks >= 0 (e.g. 0,1) or 'all'")
+    return ranks
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A bad flag is one line (``python -m recipes: error: ...``), not argparse's usage block first."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m recipes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument(
@@ -83,8 +93,16 @@ partition (the srun line) and the experiment name (two directories of the job di
 
 
 def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    if args.nproc < 1 or args.steps < 1:
-        parser.error("--nproc and --steps must be >= 1")
+    for flag, value in (("--nproc", args.nproc), ("--steps", args.steps)):
+        if value < 1:
+            parser.error(f"{flag} {value}: give 1 or more")
+    if args.profiler != "none" and args.start < 0:
+        parser.error(f"--start {args.start}: steps are counted from 0; give --start 0 or more")
+    if args.profiler != "none" and args.end <= args.start:
+        parser.error(
+            f"--end {args.end}: must be greater than --start {args.start} (the window is --start <= step < --end); "
+            f"give --end {args.start + 1} or more"
+        )
     if args.profiler != "none" and args.end > args.steps:
         parser.error(
             f"the window --start {args.start} --end {args.end} runs past the last step ({args.steps - 1}); raise --steps or lower --end"
@@ -346,16 +364,24 @@ def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]
 
 
 @contextmanager
-def plugin_warnings_as_lines() -> Iterator[None]:
+def plugin_warnings_as_lines(dryrun: bool) -> Iterator[None]:
     """The plugins' warnings (``ProfilingPluginWarning``) as one ``[recipes] warning:`` line each,
-    not Python's two lines naming our source file; any other warning is shown as Python would."""
-    from bridge_plugins.plugins import ProfilingPluginWarning
+    not Python's two lines naming our source file; any other warning is shown as Python would.
+    On --dryrun, "no nsys here, exp.run() will refuse" is a note: a dry run is what it suggests."""
+    from bridge_plugins.plugins import NsysNotFoundWarning, ProfilingPluginWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ProfilingPluginWarning)
         yield
     for w in caught:
-        if issubclass(w.category, ProfilingPluginWarning):
+        if dryrun and issubclass(w.category, NsysNotFoundWarning):
+            print(
+                "[recipes] note: no 'nsys' binary on PATH here: the command below is printed, not run; "
+                "running it needs Nsight Systems on the machine that runs the job",
+                file=sys.stderr,
+                flush=True,
+            )
+        elif issubclass(w.category, ProfilingPluginWarning):
             print(f"[recipes] warning: {w.message}", file=sys.stderr, flush=True)
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
@@ -389,7 +415,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         with run.Experiment(
             args.name, base_dir=base_dir, enable_goodbye_message=False, log_level="WARN", skip_status_at_exit=True
         ) as exp:
-            with plugin_warnings_as_lines():
+            with plugin_warnings_as_lines(args.dryrun):
                 exp.add(recipe, executor=executor, plugins=plugins, name="tiny_gpt")
             job = exp.jobs[0]
             if args.dryrun:

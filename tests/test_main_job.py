@@ -134,7 +134,7 @@ def test_dryrun_prints_the_sbatch_script(tmp_path):
         (["--start", "10", "--end", "30"], ["runs past the last step (19)"]),
         (["--ranks", "0,x"], ["--ranks"]),
         (["--executor", "slurm"], ["--account and --partition"]),
-        (["--start", "5", "--end", "5", "--steps", "8"], ["profile_step_end=5", "at least 6"]),
+        (["--start", "5", "--end", "5", "--steps", "8"], ["--end 5", "give --end 6 or more"]),
         (["--profiler", "none", "--memory-history"], ["--memory-history needs a window"]),
         (["--ranks", "5", "--nproc", "2"], ["--ranks 5", "--nproc 2", "0-1"]),
         (["--ranks", "0,2", "--nproc", "2"], ["--ranks 2"]),
