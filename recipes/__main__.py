@@ -264,11 +264,30 @@ def launch_text(request) -> str:
     return "\n".join(lines)
 
 
-def how_to_open(arts, job_dir: Path) -> List[str]:
+def earlier_job(job_dir: Path) -> Optional[Path]:
+    """The newest other job under the same NeMo Run home that left PyTorch traces, or None.
+
+    NeMo Run lays jobs out as ``<home>/experiments/<title>/<experiment id>/<job name>``.
+    """
+    from bridge_plugins.artifact_names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX
+
+    experiments = job_dir.parent.parent.parent
+    found = [
+        d
+        for d in experiments.glob(f"*/*/*/{TORCH_TRACE_DIR}")
+        if d.parent != job_dir and d.is_dir() and any(d.glob(f"*{TORCH_TRACE_SUFFIX}"))
+    ]
+    newest = max(found, key=lambda d: d.stat().st_mtime, default=None)  # its last trace's time
+    return newest.parent if newest else None
+
+
+def how_to_open(arts, job_dir: Path, baseline: Optional[Path] = None) -> List[str]:
     """How to read what the job wrote, what works offline first (air-gapped login nodes are common).
 
     ``arts`` is :func:`bridge_plugins.summary.find_artifacts`'s result. Empty when there is nothing
     to open, so ``--profiler none`` prints no heading. The HTML report's own line comes before it.
+    Every command runs as printed: real paths (``baseline``, an earlier job, for the comparison),
+    never a placeholder a shell would read as a redirection.
     """
     if not (arts.traces or arts.memory or arts.nsys):
         return []
@@ -276,14 +295,23 @@ def how_to_open(arts, job_dir: Path) -> List[str]:
     job = shlex.quote(str(job_dir))
     cli = cli_command()
     if arts.traces or arts.memory:
-        out += [
-            f"  {cli} summary {job}    # steps, step times, top operators and kernels, per rank",
-            f"  {cli} report {job} --baseline <other job dir> -o compare.html    # against another run",
-        ]
+        out.append(f"  {cli} summary {job}    # steps, step times, top operators and kernels, per rank")
+    if arts.traces and baseline is not None:
+        compare_html = shlex.quote(str(job_dir / "compare_report.html"))
+        out.append(
+            f"  {cli} report {job} --baseline {shlex.quote(str(baseline))} -o {compare_html}    "
+            f"# against the run before ({baseline.parent.name})"
+        )
     if arts.memory:
-        out.append(f"  {cli} memory <snapshot.pickle>    # peak, timeline and top allocation sites")
+        snapshot = min(p for paths in arts.memory.values() for p in paths)
+        out.append(f"  {cli} memory {shlex.quote(str(snapshot))}    # peak, timeline and top allocation sites")
     if arts.nsys:
         out.append("  nsys stats <file>.nsys-rep    # tables in the terminal (nsys-ui <file>.nsys-rep: the GUI)")
+    if arts.traces and baseline is None:
+        out.append(
+            "To compare with another run: run this again with the same --base-dir; it then prints the report "
+            "command with this job as the baseline."
+        )
     if arts.traces:
         out.append("With network access: https://ui.perfetto.dev opens a .pt.trace.json.gz (the file stays local).")
     if arts.memory:
@@ -358,7 +386,7 @@ def print_summary(args: argparse.Namespace, job_dir: Path, device: Optional[str]
     html_report = write_html_report(job_dir)
     if html_report is not None:
         print(f"\nHTML report: {html_report}  (opens in any browser, no network needed)")
-    lines = how_to_open(arts, job_dir)
+    lines = how_to_open(arts, job_dir, earlier_job(job_dir))
     if lines:
         print("\n" + "\n".join(lines))
 

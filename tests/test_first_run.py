@@ -29,7 +29,7 @@ def test_how_to_open_names_a_bridge_plugins_that_runs_when_the_venv_is_not_activ
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert shutil.which("bridge-plugins") is None
     lines = main_job.how_to_open(_arts(traces={0: [tmp_path / "t"]}, memory={0: [tmp_path / "m"]}), tmp_path)
-    commands = [line.split("    #")[0].strip() for line in lines if "summary" in line or "memory <" in line]
+    commands = [line.split("    #")[0].strip() for line in lines if " summary " in line or " memory " in line]
     assert len(commands) == 2
     for command in commands:
         program = command.split()[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -233,12 +234,19 @@ def test_profiler_none_prints_no_empty_how_to_open_heading(tmp_path):
 
 
 def test_the_readme_driver_example_runs_and_prints_its_artifacts(tmp_path):
+    """Run with the venv's Python but the venv not active (its bin not on PATH): it used to end in a
+    58-line traceback, FileNotFoundError 'torchrun'."""
     from tests.support import ROOT
 
+    assert shutil.which("torchrun", path="/usr/bin:/bin") is None
     proc = run_job(
-        [sys.executable, str(ROOT / "examples" / "profile_tiny_gpt.py")], cwd=tmp_path, NEMORUN_HOME=str(tmp_path)
+        [sys.executable, str(ROOT / "examples" / "profile_tiny_gpt.py")],
+        cwd=tmp_path,
+        NEMORUN_HOME=str(tmp_path),
+        PATH="/usr/bin:/bin",
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
     line = next(s for s in proc.stdout.splitlines() if s.strip().startswith("rank 0 trace: "))
     path = line.split("rank 0 trace: ", 1)[1]
     assert path.startswith(str(tmp_path)) and path.endswith("rank0_steps10-14.pt.trace.json.gz")
