@@ -34,14 +34,15 @@ padding:8px 32px 48px}section{background:#fff;border:1px solid #dde1e7;border-ra
 margin:18px 0}h2{margin:0 0 6px;font-size:18px}h3{font-size:15px;margin:18px 0 8px}h4{font-size:13px;
 margin:16px 0 6px;color:#374151}.intro,.note{color:#5b6472;font-size:12.5px;margin:4px 0 10px}
 .file{color:#7a8494;font-weight:400;font-size:12px;margin-left:6px}.cards{display:flex;gap:12px;flex-wrap:wrap;
-margin:10px 0}.card{flex:1 1 180px;border:1px solid #dde1e7;border-radius:8px;padding:10px 14px;background:#fbfcfd}
+margin:10px 0}.card{flex:1 1 180px;min-width:0;overflow-wrap:anywhere;border:1px solid #dde1e7;border-radius:8px;padding:10px 14px;
+background:#fbfcfd}
 .card .label{font-size:12px;color:#5b6472;text-transform:uppercase;letter-spacing:.04em}.card .big{font-size:22px;
 font-weight:700;margin:2px 0}.card .sub{font-size:12px;color:#5b6472}.card.alert .big,.delta.worse .big{color:#c62828}
 .delta.better .big{color:#2e7d32}figure.chart{margin:12px 0 16px}figcaption{font-weight:600;margin-bottom:4px}
 .legend{display:flex;gap:16px;flex-wrap:wrap;font-size:12px;color:#374151;margin:2px 0 6px}.legend i{display:inline-block;
 width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}svg text.value{font-size:12px;fill:#1d2430}
 table{border-collapse:collapse;width:100%;font-size:12.5px;margin:6px 0 10px}th{text-align:left;color:#5b6472;
-font-weight:600;border-bottom:2px solid #dde1e7;padding:5px 8px}td{border-bottom:1px solid #eef0f3;padding:4px 8px}
+font-weight:600;border-bottom:2px solid #dde1e7;padding:5px 8px}th.num{text-align:right}td{border-bottom:1px solid #eef0f3;padding:4px 8px}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.name{font-family:ui-monospace,
 'DejaVu Sans Mono',monospace;font-size:12px;word-break:break-all}td.empty{color:#7a8494;font-style:italic}
 td.meter{width:120px}td.meter i{display:block;height:10px;border-radius:2px}.tag{color:#fff;border-radius:3px;
