@@ -46,7 +46,8 @@ def test_main_job_profiles_the_window_on_two_local_ranks(tmp_path):
     assert len(job_dirs) == 1
     # how to open them: what works offline first; no deprecated TensorBoard plugin
     assert "How to open them" in out and f"bridge-plugins summary {job_dirs[0]}" in out
-    assert "bridge-plugins report" in out and "offline" in out
+    assert "HTML report: " in out and "offline" in out
+    assert "run this again with the same --base-dir" in out, "a first run has no earlier job to compare with"
     assert "ui.perfetto.dev" in out and "tensorboard" not in out.lower()
     # kineto's USDT profiler_start/stop lines are in the job's own log, never on the user's terminal
     logs = "".join(p.read_text(errors="replace") for p in job_dirs[0].rglob("*.log"))
@@ -369,12 +370,12 @@ def kill_processes_mentioning(text: str) -> None:
 
 
 def test_plugin_warnings_are_one_line_each(tmp_path):
-    """A plugin's warning (here: no nsys on this machine, in a dry run) is one '[recipes] warning:'
+    """A plugin's warning (here: no nsys on this machine, which a dry run turns into a note) is one
     line, not Python's two-line warning with our source file and line."""
     proc = run_job(recipes("--profiler", "nsys", "--dryrun", "--base-dir", str(tmp_path)), PATH="/usr/bin:/bin")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (line,) = [x for x in (proc.stdout + proc.stderr).splitlines() if "no 'nsys' binary" in x]
-    assert line.startswith("[recipes] warning: NsysPlugin: ")
+    assert line.startswith("[recipes] note: no 'nsys' binary on PATH here"), "a dry run is what it would suggest"
     assert "ProfilingPluginWarning" not in proc.stderr and "plan_nsys_binary_check" not in proc.stderr
 
 
