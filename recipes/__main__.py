@@ -306,7 +306,8 @@ def how_to_open(arts, job_dir: Path, baseline: Optional[Path] = None) -> List[st
         snapshot = min(p for paths in arts.memory.values() for p in paths)
         out.append(f"  {cli} memory {shlex.quote(str(snapshot))}    # peak, timeline and top allocation sites")
     if arts.nsys:
-        out.append("  nsys stats <file>.nsys-rep    # tables in the terminal (nsys-ui <file>.nsys-rep: the GUI)")
+        report = shlex.quote(str(min(arts.nsys)))
+        out.append(f"  nsys stats {report}    # tables in the terminal (nsys-ui {report}: the GUI)")
     if arts.traces and baseline is None:
         out.append(
             "To compare with another run: run this again with the same --base-dir; it then prints the report "
