@@ -159,3 +159,16 @@ def test_the_editable_install_shows_no_setuptools_box(tmp_path):
         text=True,
     )
     assert imported.stdout.strip() == str(copy / "bridge_plugins" / "artifact_names.py"), imported.stderr
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (scripts/install_chromium.sh)")
+def test_install_chromium_asks_the_browser_for_its_version_without_the_wrapper_noise():
+    """Debian's /usr/bin/chromium wrapper prints '[: <n>: unexpected operator' where findmnt lists
+    /dev/shm twice; the script's last line used to show it on a fresh install."""
+    script = f'source <(sed -n "/^version()/,/^}}/p" {ROOT}/scripts/install_chromium.sh) && version'
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("Chromium "), proc.stdout + proc.stderr
+    assert proc.stderr == "", proc.stderr
+    already = subprocess.run(["bash", "scripts/install_chromium.sh"], cwd=ROOT, capture_output=True, text=True)
+    assert already.returncode == 0 and already.stderr == "", already.stderr
+    assert already.stdout.startswith("[chromium] already installed: Chromium ")
