@@ -1,12 +1,17 @@
 """Profile the tiny GPT recipe with NeMo Run and bridge-plugins: the README's driver script.
 
-Run it from the repository root with the venv active (NeMo Run starts ``torchrun`` from PATH):
+Run it with the venv's Python, active or not (NeMo Run starts ``torchrun`` from PATH, so the
+driver puts the venv's bin directory first):
 
-    . .venv/bin/activate && python examples/profile_tiny_gpt.py
+    .venv/bin/python examples/profile_tiny_gpt.py
 
 Two CPU ranks under torchrun on this machine; the PyTorch profiler captures steps 10-14 on rank 0
 (memory history too, where there is a GPU). At the end it prints every artifact's path.
 """
+
+import os
+import sys
+from pathlib import Path
 
 import nemo_run as run
 
@@ -15,6 +20,9 @@ from bridge_plugins.jobdir.scan import find_artifacts
 from recipes.tiny_gpt import tiny_gpt_recipe
 
 if __name__ == "__main__":  # NeMo Run imports the driver again in the job: launch only from here
+    # NeMo Run starts `torchrun` from PATH: the one beside this Python (the venv's), even when the
+    # venv is not active (without it: a FileNotFoundError for 'torchrun' after a long traceback)
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     recipe = tiny_gpt_recipe()  # run.Partial(pretrain, config=ConfigContainer(...))
     executor = run.LocalExecutor(ntasks_per_node=2, launcher="torchrun")  # or run.SlurmExecutor(...)
     plugins = [

@@ -33,15 +33,25 @@ def parse_ranks(text: str) -> list[int]:
     if text.strip().lower() in ("all", "[]", ""):
         return []
     try:
-        return [int(r) for r in text.replace("[", "").replace("]", "").split(",") if r.strip()]
+        ranks = [int(r) for r in text.replace("[", "").replace("]", "").split(",") if r.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"--ranks {text!r}: give comma-separated global ranks (e.g. 0,1) or 'all'"
         ) from None
+    if any(r < 0 for r in ranks) or len(set(ranks)) != len(ranks):
+        raise argparse.ArgumentTypeError(f"--ranks {text!r}: give distinct ranks >= 0 (e.g. 0,1) or 'all'")
+    return ranks
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A bad flag is one line (``python -m recipes: error: ...``), not argparse's usage block first."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m recipes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument(
@@ -85,8 +95,16 @@ partition (the srun line) and the experiment name (two directories of the job di
 
 
 def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    if args.nproc < 1 or args.steps < 1:
-        parser.error("--nproc and --steps must be >= 1")
+    for flag, value in (("--nproc", args.nproc), ("--steps", args.steps)):
+        if value < 1:
+            parser.error(f"{flag} {value}: give 1 or more")
+    if args.profiler != "none" and args.start < 0:
+        parser.error(f"--start {args.start}: steps are counted from 0; give --start 0 or more")
+    if args.profiler != "none" and args.end <= args.start:
+        parser.error(
+            f"--end {args.end}: must be greater than --start {args.start} (the window is --start <= step < --end); "
+            f"give --end {args.start + 1} or more"
+        )
     if args.profiler != "none" and args.end > args.steps:
         parser.error(
             f"the window --start {args.start} --end {args.end} runs past the last step ({args.steps - 1}); raise --steps or lower --end"
@@ -248,11 +266,30 @@ def launch_text(request) -> str:
     return "\n".join(lines)
 
 
-def how_to_open(arts, job_dir: Path) -> list[str]:
+def earlier_job(job_dir: Path) -> Path | None:
+    """The newest other job under the same NeMo Run home that left PyTorch traces, or None.
+
+    NeMo Run lays jobs out as ``<home>/experiments/<title>/<experiment id>/<job name>``.
+    """
+    from bridge_plugins.jobdir.names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX
+
+    experiments = job_dir.parent.parent.parent
+    found = [
+        d
+        for d in experiments.glob(f"*/*/*/{TORCH_TRACE_DIR}")
+        if d.parent != job_dir and d.is_dir() and any(d.glob(f"*{TORCH_TRACE_SUFFIX}"))
+    ]
+    newest = max(found, key=lambda d: d.stat().st_mtime, default=None)  # its last trace's time
+    return newest.parent if newest else None
+
+
+def how_to_open(arts, job_dir: Path, baseline: Path | None = None) -> list[str]:
     """How to read what the job wrote, what works offline first (air-gapped login nodes are common).
 
     ``arts`` is :func:`bridge_plugins.jobdir.scan.find_artifacts`'s result. Empty when there is nothing
     to open, so ``--profiler none`` prints no heading. The HTML report's own line comes before it.
+    Every command runs as printed: real paths (``baseline``, an earlier job, for the comparison),
+    never a placeholder a shell would read as a redirection.
     """
     if not (arts.traces or arts.memory or arts.nsys):
         return []
@@ -260,14 +297,24 @@ def how_to_open(arts, job_dir: Path) -> list[str]:
     job = shlex.quote(str(job_dir))
     cli = cli_command()
     if arts.traces or arts.memory:
-        out += [
-            f"  {cli} summary {job}    # steps, step times, top operators and kernels, per rank",
-            f"  {cli} report {job} --baseline <other job dir> -o compare.html    # against another run",
-        ]
+        out.append(f"  {cli} summary {job}    # steps, step times, top operators and kernels, per rank")
+    if arts.traces and baseline is not None:
+        compare_html = shlex.quote(str(job_dir / "compare_report.html"))
+        out.append(
+            f"  {cli} report {job} --baseline {shlex.quote(str(baseline))} -o {compare_html}    "
+            f"# against the run before ({baseline.parent.name})"
+        )
     if arts.memory:
-        out.append(f"  {cli} memory <snapshot.pickle>    # peak, timeline and top allocation sites")
+        snapshot = min(p for paths in arts.memory.values() for p in paths)
+        out.append(f"  {cli} memory {shlex.quote(str(snapshot))}    # peak, timeline and top allocation sites")
     if arts.nsys:
-        out.append("  nsys stats <file>.nsys-rep    # tables in the terminal (nsys-ui <file>.nsys-rep: the GUI)")
+        report = shlex.quote(str(min(arts.nsys)))
+        out.append(f"  nsys stats {report}    # tables in the terminal (nsys-ui {report}: the GUI)")
+    if arts.traces and baseline is None:
+        out.append(
+            "To compare with another run: run this again with the same --base-dir; it then prints the report "
+            "command with this job as the baseline."
+        )
     if arts.traces:
         out.append("With network access: https://ui.perfetto.dev opens a .pt.trace.json.gz (the file stays local).")
     if arts.memory:
@@ -343,22 +390,30 @@ def print_summary(args: argparse.Namespace, job_dir: Path, device: str | None) -
     html_report = write_html_report(job_dir)
     if html_report is not None:
         print(f"\nHTML report: {html_report}  (opens in any browser, no network needed)")
-    lines = how_to_open(arts, job_dir)
+    lines = how_to_open(arts, job_dir, earlier_job(job_dir))
     if lines:
         print("\n" + "\n".join(lines))
 
 
 @contextmanager
-def plugin_warnings_as_lines() -> Iterator[None]:
+def plugin_warnings_as_lines(dryrun: bool) -> Iterator[None]:
     """The plugins' warnings (``ProfilingPluginWarning``) as one ``[recipes] warning:`` line each,
-    not Python's two lines naming our source file; any other warning is shown as Python would."""
-    from bridge_plugins.plugins import ProfilingPluginWarning
+    not Python's two lines naming our source file; any other warning is shown as Python would.
+    On --dryrun, "no nsys here, exp.run() will refuse" is a note: a dry run is what it suggests."""
+    from bridge_plugins.plugins import NsysNotFoundWarning, ProfilingPluginWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ProfilingPluginWarning)
         yield
     for w in caught:
-        if issubclass(w.category, ProfilingPluginWarning):
+        if dryrun and issubclass(w.category, NsysNotFoundWarning):
+            print(
+                "[recipes] note: no 'nsys' binary on PATH here: the command below is printed, not run; "
+                "running it needs Nsight Systems on the machine that runs the job",
+                file=sys.stderr,
+                flush=True,
+            )
+        elif issubclass(w.category, ProfilingPluginWarning):
             print(f"[recipes] warning: {w.message}", file=sys.stderr, flush=True)
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
@@ -392,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         with run.Experiment(
             args.name, base_dir=base_dir, enable_goodbye_message=False, log_level="WARN", skip_status_at_exit=True
         ) as exp:
-            with plugin_warnings_as_lines():
+            with plugin_warnings_as_lines(args.dryrun):
                 exp.add(recipe, executor=executor, plugins=plugins, name="tiny_gpt")
             job = exp.jobs[0]
             if args.dryrun:

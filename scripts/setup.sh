@@ -74,6 +74,12 @@ choose_torch() {
   PIP_TORCH=("torch==$TORCH_VERSION")
 }
 
+# This checkout, editable, quietly: pip (>= 24) shows the build backend's warnings, and setuptools'
+# "Editable installation" box (mind folders named like the package) is nothing a user acts on.
+install_checkout() {
+  PYTHONWARNINGS="ignore:Editable installation" "$PY" -m pip install -q "$@"
+}
+
 # Installed versions from package metadata: importing nemo_run alone takes seconds.
 installed() {
   .venv/bin/python -c "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))" "$1" 2>/dev/null
@@ -99,7 +105,7 @@ fi
 want_stamp=$(cksum <pyproject.toml)
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$want_stamp" ] || ! installed bridge-plugins >/dev/null; then
   say "installing bridge-plugins[test,docs] (editable; docs: the Sphinx tools tests/docs/ builds the site with)"
-  "$PY" -m pip install -q -e ".[test,docs]"
+  install_checkout -e ".[test,docs]"
   echo "$want_stamp" >"$STAMP"
 fi
 "$PY" -c "

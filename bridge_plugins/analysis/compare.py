@@ -4,7 +4,8 @@ Two runs rarely capture the same number of steps or ranks, so op and kernel time
 per rank-step: each run's total over its traces divided by the steps its traces captured (summed
 over ranks). When a trace has no ProfilerStep spans, both runs are compared per trace instead
 (``normalized`` says which). Step time is the median across a run's traces of their median step.
-The GPU breakdown of each run is the mean over its traces, side by side.
+The GPU breakdown of each run is the mean over its traces, side by side. An op or kernel is
+listed as a regression or improvement when it changed by at least SHOWN_US.
 
 Schema (``"schema": "bridge-plugins.compare/1"``, microseconds)::
 
@@ -27,6 +28,9 @@ from collections import defaultdict
 from bridge_plugins.analysis.summarize import summarize
 
 SCHEMA = "bridge-plugins.compare/1"
+SHOWN_US = 5.0
+"""The smallest change listed as a regression or improvement: half the 0.01 ms that the tables
+show, so a listed change never prints as +0.00 or -0.00."""
 GPU_KEYS = ("span_us", "computation_us", "communication_us", "memory_us", "idle_us", "communication_total_us")
 
 
@@ -70,8 +74,8 @@ def _deltas(base: dict, new: dict, key: str, value: str, bd: int, nd: int, top: 
                 "delta_calls": nc - bc,
             }
         )
-    worse = sorted((r for r in rows if r["delta_us"] > 0), key=lambda r: (-r["delta_us"], r["name"]))
-    better = sorted((r for r in rows if r["delta_us"] < 0), key=lambda r: (r["delta_us"], r["name"]))
+    worse = sorted((r for r in rows if r["delta_us"] >= SHOWN_US), key=lambda r: (-r["delta_us"], r["name"]))
+    better = sorted((r for r in rows if r["delta_us"] <= -SHOWN_US), key=lambda r: (r["delta_us"], r["name"]))
     return worse[:top] if top else worse, better[:top] if top else better
 
 

@@ -33,6 +33,12 @@ MARGIN_STEPS = 2
 """Extra steps of lead: the rank-0 sample can be one step old, and a rank acts on a request at its next step."""
 FRESH_S = 10.0
 """Progress older than max(FRESH_S, 5 poll intervals) means the job is not running (or hangs)."""
+CHECK_ON_DEMAND = (
+    "A job started with on_demand=true (profiling.on_demand=true, ProfilingConfig(on_demand=True)) logs "
+    "'on-demand profiling on: `bridge-plugins trigger <output_dir> --steps N`' when training starts: look for that "
+    "line in its log, and try again once it is there."
+)
+"""How to tell that a job runs with on-demand profiling, and where: said when the trigger finds no job."""
 
 
 def add_parser(sub) -> None:
@@ -95,13 +101,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--steps {args.steps}: give 1 to {MAX_STEPS} steps")
     ranks = parse_ranks(args.ranks)
     job_dir = Path(args.job_dir)
+    if not job_dir.exists():
+        raise UsageError(
+            f"{job_dir} does not exist yet: the job has not created its output dir (it is still starting), or this "
+            f"is not its profiling output_dir. {CHECK_ON_DEMAND}"
+        )
     if not job_dir.is_dir():
         raise UsageError(f"{job_dir} is not a directory; give the job's profiling output_dir")
     if not progress_path(job_dir).exists():
         raise UsageError(
-            f"{progress_path(job_dir)} does not exist: the job under {job_dir} is not running with on-demand "
-            f"profiling; "
-            f"start it with profiling.on_demand=true (ProfilingConfig(on_demand=True)) and give its output_dir"
+            f"{progress_path(job_dir)} does not exist: the job under {job_dir} has not started training yet (rank 0 "
+            f"writes it one poll interval after), or it runs without on-demand profiling. {CHECK_ON_DEMAND}"
         )
     try:
         progress = read_progress(job_dir)
@@ -121,11 +131,18 @@ def run(args: argparse.Namespace) -> int:
     outside = [r for r in ranks if r >= progress.world_size]
     if outside:
         raise UsageError(f"--ranks {args.ranks}: rank(s) {outside} outside the job's {progress.world_size} rank(s)")
+    memory = args.memory
+    if memory and progress.can_record_memory is False:
+        print(
+            "--memory: this job cannot record memory (rank 0 has no CUDA, and memory history records the CUDA "
+            "caching allocator): the request asks for traces only"
+        )
+        memory = False
     window = [tuple(progress.window)] if progress.window else []
     try:  # a planted symlink on the way to the requests is refused here (own_dirs)
         taken = [(r.start, r.end) for r in valid_requests(job_dir)] + window
         start = plan_start(progress, now, taken, args.steps)
-        req = publish_request(job_dir, start, start + args.steps, ranks, args.memory)
+        req = publish_request(job_dir, start, start + args.steps, ranks, memory)
     except OSError as e:
         raise UsageError(f"cannot write the request under {job_dir}: {e.strerror or e}") from None
     seconds = (start - progress.step) / progress.steps_per_s - (now - (progress.step_time or now))

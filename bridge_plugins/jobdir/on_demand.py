@@ -91,7 +91,8 @@ class Request:
 @dataclass(frozen=True)
 class Progress:
     """What rank 0 publishes. ``step`` began at ``step_time`` (epoch seconds); ``steps_per_s`` is
-    None until two distinct steps were seen. ``window`` is the configured window [start, end)."""
+    None until two distinct steps were seen. ``window`` is the configured window [start, end).
+    ``can_record_memory``: rank 0 can record CUDA memory history (None: a job that does not say)."""
 
     state: str  # "running" or "finished"
     step: int | None
@@ -103,6 +104,7 @@ class Progress:
     window: tuple[int, int] | None = None
     pid: int = 0
     host: str = ""
+    can_record_memory: bool | None = None
 
 
 def _is_num(v) -> bool:
@@ -194,6 +196,7 @@ def read_progress(output_dir: PathLike) -> Progress:
         and is_int(progress.world_size)
         and progress.world_size > 0
         and (progress.window is None or (len(progress.window) == 2 and all(is_int(v) for v in progress.window)))
+        and (progress.can_record_memory is None or isinstance(progress.can_record_memory, bool))
     )
     if not ok:
         raise ProtocolError(f"{where}: a field has the wrong type or value: {data}")

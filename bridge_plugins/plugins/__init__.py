@@ -13,7 +13,7 @@ shared mechanics are plain functions beside them:
 * ``nemo_run_compat``: the few private NeMo Run attributes we must touch, and why.
 """
 
-from bridge_plugins.plugins.edits import NsysNotFoundError, ProfilingPluginWarning
+from bridge_plugins.plugins.edits import NsysNotFoundError, NsysNotFoundWarning, ProfilingPluginWarning
 from bridge_plugins.plugins.fault_tolerance import FaultTolerancePlugin
 from bridge_plugins.plugins.nsys import NsysPlugin
 from bridge_plugins.plugins.pytorch import PyTorchProfilerPlugin
@@ -25,5 +25,6 @@ __all__ = [
     "FaultTolerancePlugin",
     "ProfilingPluginWarning",
     "NsysNotFoundError",
+    "NsysNotFoundWarning",
     "default_script_args_converter",
 ]

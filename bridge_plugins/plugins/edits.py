@@ -18,6 +18,10 @@ class ProfilingPluginWarning(UserWarning):
     """A plugin changed or dropped something the user asked for, and says why."""
 
 
+class NsysNotFoundWarning(ProfilingPluginWarning):
+    """No ``nsys`` where a local job would run: ``exp.run()`` will refuse (``exp.dryrun()`` works)."""
+
+
 class NsysNotFoundError(FileNotFoundError):
     """``exp.run()`` of a job that runs on this machine under nsys, with no ``nsys`` binary on the
     job's PATH: refused before anything launches. A FileNotFoundError, as NeMo Run's own launch
@@ -28,14 +32,14 @@ class NsysNotFoundError(FileNotFoundError):
 _LIBRARY_MODULES = ("bridge_plugins.", "nemo_run.", "fiddle.")
 
 
-def warn(message: str) -> None:
+def warn(message: str, category: type = ProfilingPluginWarning) -> None:
     """Warn, naming the first line outside bridge_plugins and NeMo Run: the user's ``exp.add(...)``
     or ``plugin.setup(...)``, not the line of ours that noticed (Python 3.11 has no
     ``skip_file_prefixes``)."""
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(_LIBRARY_MODULES):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, ProfilingPluginWarning, stacklevel=level + 1)
+    warnings.warn(message, category, stacklevel=level + 1)
 
 
 def apply(edits: Iterable[Edit | None]) -> None:

@@ -14,7 +14,7 @@ import shutil
 
 import nemo_run as run
 
-from bridge_plugins.plugins.edits import Edit, NsysNotFoundError, warn
+from bridge_plugins.plugins.edits import Edit, NsysNotFoundError, NsysNotFoundWarning, warn
 from bridge_plugins.plugins.executor_traits import ExecutorTraits
 from bridge_plugins.plugins.nemo_run_compat import check_before_run
 
@@ -24,7 +24,7 @@ def plan_nsys_binary_check(owner: str, executor: run.Executor, traits: ExecutorT
     without nsys; None otherwise (remote executors look for nsys where the job runs)."""
     if not traits.runs_job_here or _has_nsys(executor):
         return None
-    warn(_message(owner, executor, "so exp.run() will refuse to launch it"))
+    warn(_message(owner, executor, "so exp.run() will refuse to launch it"), NsysNotFoundWarning)
 
     def refuse_without_nsys() -> None:
         if not _has_nsys(executor):

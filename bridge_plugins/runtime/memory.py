@@ -24,6 +24,11 @@ from bridge_plugins.runtime.paths import resolve_snapshot_path
 log = logging.getLogger("bridge_plugins")
 
 
+def can_record() -> bool:
+    """Whether this process can record memory history: it records the CUDA caching allocator."""
+    return torch.cuda.is_available()
+
+
 class MemoryHistoryBackend(Backend):
     name = "memory history"
 
@@ -38,7 +43,7 @@ class MemoryHistoryBackend(Backend):
         first = (
             self.directory / f"{snapshot_stem(self.stem, self.rank, trigger=self.ctx.trigger, environ={})}{self.suffix}"
         )
-        if not torch.cuda.is_available():  # one line, not "snapshots go to X" followed by "no snapshot"
+        if not can_record():  # one line, not "snapshots go to X" followed by "no snapshot"
             log.warning(
                 "rank %d: record_memory_history requested but CUDA is not available: no memory snapshot will be "
                 "written (it would have gone to %s; memory history records the CUDA caching allocator); "

@@ -42,6 +42,7 @@ from bridge_plugins.jobdir.on_demand import (
     requests_dir,
 )
 from bridge_plugins.runtime.controller import ProfilingController
+from bridge_plugins.runtime.memory import can_record as can_record_memory
 from bridge_plugins.runtime.on_demand_progress import publish_progress
 from bridge_plugins.runtime.signals import SignalGuard
 from bridge_plugins.runtime.steps import NOOP as _NOOP
@@ -56,6 +57,7 @@ class OnDemandWindows:
         self.ctl, self.cfg, self.rank, self.world_size = ctl, ctl.config, ctl.rank, world_size
         self.output_dir = ctl.output_dir
         self.interval = poll_interval()
+        self._can_record_memory = can_record_memory()  # told to the trigger in progress.json
         self.next = -1  # the first step() recomputes it
         # re-entrant: the SIGTERM handler runs on the training thread, maybe inside its critical section
         self._lock = threading.RLock()
@@ -257,4 +259,6 @@ class OnDemandWindows:
         """Rank 0 writes progress.json from the (step, time) samples the training thread took."""
         with self._lock:
             samples = list(self._samples)
-        publish_progress(self.output_dir, state, samples, self.cfg, self.interval, self.world_size)
+        publish_progress(
+            self.output_dir, state, samples, self.cfg, self.interval, self.world_size, self._can_record_memory
+        )

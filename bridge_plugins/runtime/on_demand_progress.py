@@ -20,6 +20,7 @@ def publish_progress(
     cfg: ProfilingConfig,
     poll_interval_s: float,
     world_size: int,
+    can_record_memory: bool,
 ) -> None:
     """Write progress.json from ``samples``, (step, epoch seconds at its start) oldest first."""
     step, step_time = samples[-1] if samples else (None, None)
@@ -37,5 +38,6 @@ def publish_progress(
             poll_interval_s=poll_interval_s,
             world_size=world_size,
             window=window,
+            can_record_memory=can_record_memory,
         ),
     )

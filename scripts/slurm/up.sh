@@ -180,9 +180,9 @@ if ((${#missing[@]})); then
         policy_rc_added=1
     fi
     apt_rc=0
-    # Lock timeout: another apt-get on the machine (a second setup script) is waited for, not fatal.
-    { apt-get update -q -o DPkg::Lock::Timeout=300 &&
-        apt-get install -y -q -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}"; } || apt_rc=$?
+    # Only what is missing, no recommends, no upgrade of an installed package unless a new one needs it
+    # (said first); another apt-get on the machine (a second setup script) is waited for, not fatal.
+    bash "$SCRIPT_DIR/../apt_install.sh" "${missing[@]}" || apt_rc=$?
     if ((policy_rc_added)); then rm -f /usr/sbin/policy-rc.d; fi
     ((apt_rc == 0)) || die "apt-get failed (exit $apt_rc)"
 else

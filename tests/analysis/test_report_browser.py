@@ -46,7 +46,15 @@ def chromium() -> str:
     probe = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         _unavailable(f"cannot turn the network off (unshare --net needs root): {probe.stderr.strip()}")
-    return shutil.which("chromium")
+    return browser_binary()
+
+
+def browser_binary() -> str:
+    """Debian's browser itself, not its /usr/bin/chromium wrapper script, whose /dev/shm check
+    prints '[: ...: unexpected operator' where findmnt lists two mounts (what scripts/install_chromium.sh
+    calls too); the wrapper where the binary is elsewhere."""
+    real = Path("/usr/lib/chromium/chromium")
+    return str(real) if os.access(real, os.X_OK) else shutil.which("chromium")
 
 
 class _Node:
@@ -335,3 +343,93 @@ def test_comparison_equals_compare_json(rendered):
     mem = rendered["memory_compare"]
     cells = [_num(td) for td in dom.by_id("table-compare-memory").find_all("td") if "data-value" in td.attrs]
     assert cells[:3] == [mem["peak_allocated"][k] for k in ("base", "new", "delta")]
+
+
+LAYOUT_PROBE = """<script>
+const aligned = (e) => ({start: "left", end: "right"})[getComputedStyle(e).textAlign] || getComputedStyle(e).textAlign;
+const facts = {
+  cards: [...document.querySelectorAll(".cards")].map((c) => [...c.children].map((e) => Math.round(e.getBoundingClientRect().top))),
+  columns: [...document.querySelectorAll("table")].flatMap((t) => {
+    const row = t.querySelector("tbody tr");
+    return [...t.querySelectorAll("thead th")].map((th, i) => {
+      const td = row && row.children[i];
+      return [t.id, th.textContent, aligned(th), td && td.colSpan === 1 ? aligned(td) : null];
+    });
+  }),
+};
+const pre = document.createElement("pre");
+pre.id = "layout";
+pre.textContent = JSON.stringify(facts);
+document.body.appendChild(pre);
+</script>"""
+
+
+def _laid_out(chromium: str, report: Path, width: int = 1400) -> dict:
+    """Where the browser put things: a copy of the page without its CSP, with LAYOUT_PROBE, which
+    writes the facts into the DOM that --dump-dom prints (the report itself has no script)."""
+    html = report.read_text()
+    probe = report.with_name("probe_" + report.name)
+    head, rest = html.split('<meta http-equiv="Content-Security-Policy"', 1)
+    probe.write_text(head + rest.split(">", 1)[1].replace("</body>", LAYOUT_PROBE + "</body>"))
+    dom = subprocess.run(
+        [
+            "unshare",
+            "--net",
+            chromium,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--window-size={width},1000",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    tree = _Tree()
+    tree.feed(dom.stdout)
+    return json.loads(tree.root.by_id("layout").all_text())
+
+
+@pytest.fixture(scope="module")
+def long_paths_report(tmp_path_factory, chromium) -> dict:
+    """A comparison of two jobs at the paths NeMo Run gives them (long, no spaces)."""
+    if not SHARED_TRACES.is_dir():
+        _unavailable(f"{SHARED_TRACES} is missing (CI clones the repo with shared/ beside it)")
+    tmp = tmp_path_factory.mktemp("long")
+    jobs = [
+        tmp / "experiments" / "tiny_gpt_profiling" / f"tiny_gpt_profiling_17961385007250{n}5996" / "tiny_gpt"
+        for n in (0, 1)
+    ]
+    _job(jobs[0], {"rank0_steps4-6.pt.trace.json.gz": "job2_rank0.json.gz"}, {})
+    _job(jobs[1], {"rank0_steps551-552.pt.trace.json.gz": "job128_rank0.json.gz"}, {})
+    out = tmp / "compare.html"
+    proc = subprocess.run(
+        [*CLI, "report", str(jobs[1]), "--baseline", str(jobs[0]), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return _laid_out(chromium, out)
+
+
+def test_each_row_of_cards_shares_one_line_even_with_long_paths(long_paths_report):
+    """The comparison's three cards showed one full-width card, then two sharing a row."""
+    rows = long_paths_report["cards"]
+    assert len(rows) >= 2 and all(len(row) >= 3 for row in rows[-1:]), rows
+    assert all(len(set(tops)) == 1 for tops in rows), rows
+
+
+def test_every_column_header_is_aligned_with_its_cells(long_paths_report, rendered, chromium, tmp_path):
+    """Numbers (and their '–' cells) are right-aligned: so must their headers be."""
+    shown = (
+        long_paths_report["columns"] + _laid_out(chromium, Path(rendered["shot"]).with_name("report.html"))["columns"]
+    )
+    assert any(table == "table-stragglers-0" for table, *_ in shown), "the straggler table is checked"
+    off = [c for c in shown if c[3] is not None and c[2] != c[3]]
+    assert not off, off

@@ -29,7 +29,7 @@ def test_how_to_open_names_a_bridge_plugins_that_runs_when_the_venv_is_not_activ
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert shutil.which("bridge-plugins") is None
     lines = main_job.how_to_open(_arts(traces={0: [tmp_path / "t"]}, memory={0: [tmp_path / "m"]}), tmp_path)
-    commands = [line.split("    #")[0].strip() for line in lines if "summary" in line or "memory <" in line]
+    commands = [line.split("    #")[0].strip() for line in lines if " summary " in line or " memory " in line]
     assert len(commands) == 2
     for command in commands:
         program = command.split()[0]
@@ -121,3 +121,11 @@ def test_summary_piped_into_head_ends_with_status_0(tmp_path):
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 0, err
     assert "Traceback" not in err, err
+
+
+def test_how_to_open_names_real_files_never_a_placeholder_bash_would_read_as_a_redirection(tmp_path):
+    nsys = tmp_path / "nsys_profile" / "profile_123.nsys-rep"
+    lines = main_job.how_to_open(_arts(traces={0: [tmp_path / "t"]}, nsys=[nsys]), tmp_path)
+    commands = [line.strip() for line in lines if line.startswith("  ")]
+    assert commands and not [c for c in commands if "<" in c or ">" in c], commands
+    assert f"  nsys stats {nsys}    # tables in the terminal (nsys-ui {nsys}: the GUI)" in lines

@@ -68,7 +68,7 @@ def test_one_log_line_per_artifact_with_path_size_and_time(tmp_path, train_step,
     )
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("wrote ")]
     assert len(lines) == 1
-    assert str(ctl.artifacts[0]) in lines[0] and " KB)" in lines[0] and lines[0].endswith(" s")
+    assert str(ctl.artifacts[0]) in lines[0] and " KiB)" in lines[0] and lines[0].endswith(" s")
 
 
 def test_unselected_rank_does_no_profiling_work(tmp_path, train_step):

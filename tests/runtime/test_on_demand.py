@@ -160,6 +160,7 @@ def fresh_progress(out, **kw):
     "setup,args,message",
     [
         (None, ["--steps", "3"], "progress.json does not exist: the job under"),
+        (None, ["--steps", "3"], "has not started training yet"),
         (dict(state="finished"), ["--steps", "3"], "has finished"),
         (dict(steps_per_s=None), ["--steps", "3"], "not reported a step rate yet"),
         (dict(), ["--steps", "0"], "--steps 0: give 1 to 1000 steps"),
@@ -207,10 +208,10 @@ def test_cli_error_has_no_traceback_as_a_command(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert (
-        proc.stderr.strip()
-        == f"bridge-plugins trigger: error: {tmp_path / 'nope'} is not a directory; give the job's profiling output_dir"
+    assert proc.stderr.startswith(
+        f"bridge-plugins trigger: error: {tmp_path / 'nope'} does not exist yet: the job has not created its output dir"
     )
+    assert proc.stderr.count("\n") == 1
 
 
 # ----------------------------------------------------------------------------- a real controller

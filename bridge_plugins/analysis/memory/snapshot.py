@@ -13,7 +13,8 @@ the HTML report draws it). Layout::
                   "per_segment": [...]}}
 
 Bytes are requested bytes (see memory_timeline). Reserved figures are None in profiler-made
-snapshots, which have no allocator. ``time_s`` counts from the trace's first entry
+snapshots, which have no allocator, and their ``segments`` are NO_SEGMENTS (count 0, bytes None):
+what they call segments are address spans of tensors, not the allocator's. ``time_s`` counts from the trace's first entry
 (``None`` when entries carry no ``time_us``, as in profiler-made snapshots; ``index`` still orders
 them). The timeline keeps at most TIMELINE_POINTS points, each the highest of its stretch of
 events, so the peak is always one of them.
@@ -30,6 +31,16 @@ from bridge_plugins.analysis.memory.sites import site_of
 from bridge_plugins.analysis.memory.timeline import Allocation, DeviceReplay, replay
 
 TIMELINE_POINTS = 600
+NO_SEGMENTS = {
+    "count": 0,
+    "reserved": None,
+    "allocated": None,
+    "requested": None,
+    "free_internal": None,
+    "free_external": None,
+    "per_segment": [],
+}
+"""The segments of a snapshot made from a torch.profiler run: none (its byte figures are unknown, not 0)."""
 TOP_SITES = 15
 
 
@@ -141,12 +152,14 @@ def summarize_snapshot(path: str | Path, top_sites: int | None = TOP_SITES) -> d
             if entries or any(s.get("device", 0) == device for s in segments):
                 devices.append(_device_summary(replay(entries, segments, device), entries, top_sites))
         source = _source(segments)
+        segs = segment_summary(segments)
         if source == "profiler":  # no cudaMalloc: reserved memory is unknown, not the address span
+            segs = {**NO_SEGMENTS, "per_segment": []}
             for dev in devices:
                 dev["peak_reserved"] = dev["end_reserved"] = None
                 for point in dev["timeline"]:
                     point[3] = None
-        return {"file": str(path), "source": source, "devices": devices, "segments": segment_summary(segments)}
+        return {"file": str(path), "source": source, "devices": devices, "segments": segs}
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise SnapshotFormatError(
             f"{path}: not a CUDA memory snapshot (malformed entry: {type(e).__name__}: {e})"

@@ -9,6 +9,7 @@ report_svg for the charts and report_traces / report_memory / report_compare for
 from __future__ import annotations
 
 import datetime
+import errno
 import os
 import statistics
 import tempfile
@@ -19,7 +20,7 @@ from pathlib import Path
 from bridge_plugins.analysis.memory.snapshot import main_device
 from bridge_plugins.analysis.report.compare import compare_section
 from bridge_plugins.analysis.report.memory import memory_section
-from bridge_plugins.analysis.report.parts import card, fmt_bytes, fmt_ms, section
+from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -33,14 +34,15 @@ padding:8px 32px 48px}section{background:#fff;border:1px solid #dde1e7;border-ra
 margin:18px 0}h2{margin:0 0 6px;font-size:18px}h3{font-size:15px;margin:18px 0 8px}h4{font-size:13px;
 margin:16px 0 6px;color:#374151}.intro,.note{color:#5b6472;font-size:12.5px;margin:4px 0 10px}
 .file{color:#7a8494;font-weight:400;font-size:12px;margin-left:6px}.cards{display:flex;gap:12px;flex-wrap:wrap;
-margin:10px 0}.card{flex:1 1 180px;border:1px solid #dde1e7;border-radius:8px;padding:10px 14px;background:#fbfcfd}
+margin:10px 0}.card{flex:1 1 180px;min-width:0;overflow-wrap:anywhere;border:1px solid #dde1e7;border-radius:8px;padding:10px 14px;
+background:#fbfcfd}
 .card .label{font-size:12px;color:#5b6472;text-transform:uppercase;letter-spacing:.04em}.card .big{font-size:22px;
 font-weight:700;margin:2px 0}.card .sub{font-size:12px;color:#5b6472}.card.alert .big,.delta.worse .big{color:#c62828}
 .delta.better .big{color:#2e7d32}figure.chart{margin:12px 0 16px}figcaption{font-weight:600;margin-bottom:4px}
 .legend{display:flex;gap:16px;flex-wrap:wrap;font-size:12px;color:#374151;margin:2px 0 6px}.legend i{display:inline-block;
 width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}svg text.value{font-size:12px;fill:#1d2430}
 table{border-collapse:collapse;width:100%;font-size:12.5px;margin:6px 0 10px}th{text-align:left;color:#5b6472;
-font-weight:600;border-bottom:2px solid #dde1e7;padding:5px 8px}td{border-bottom:1px solid #eef0f3;padding:4px 8px}
+font-weight:600;border-bottom:2px solid #dde1e7;padding:5px 8px}th.num{text-align:right}td{border-bottom:1px solid #eef0f3;padding:4px 8px}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.name{font-family:ui-monospace,
 'DejaVu Sans Mono',monospace;font-size:12px;word-break:break-all}td.empty{color:#7a8494;font-style:italic}
 td.meter{width:120px}td.meter i{display:block;height:10px;border-radius:2px}.tag{color:#fff;border-radius:3px;
@@ -56,7 +58,7 @@ def _overview(s: dict) -> str:
     traces = s["traces"]
     medians = sorted(t["steps"]["median_us"] for t in traces if t["steps"]["median_us"] is not None)
     stragglers = sorted({r for g in s["cross_rank"] for r in g["stragglers"]})
-    cards = card("ranks", str(len({t["rank"] for t in traces})), f"{len(traces)} traces")
+    cards = card("ranks", str(len({t["rank"] for t in traces})), count(len(traces), "trace"))
     if medians:
         mid = statistics.median(medians)
         cards += card("median step", fmt_ms(mid), "median of the ranks' medians", mid, "median-step")
@@ -105,18 +107,28 @@ def render(summary: dict, comparison: dict | None = None, memory_comparison: dic
     )
 
 
-def write_report(html: str, out: str | Path) -> Path:
-    """Write atomically (a reader never sees half a file); returns the path."""
+def write_report(html: str, out: str | Path, replace: bool = True) -> Path:
+    """Write atomically (a reader never sees half a file); returns the path. With ``replace=False``
+    an existing ``out`` is left alone: FileExistsError (a hard link publishes, never overwrites)."""
     out = Path(out)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(html)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
+        if replace:
+            os.replace(tmp, out)
+        else:
+            try:
+                os.link(tmp, out)
+            except FileExistsError:
+                raise
+            except OSError:  # a file system without hard links: check, then rename
+                if os.path.lexists(out):
+                    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(out)) from None
+                os.rename(tmp, out)
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from bridge_plugins.analysis.memory.snapshot import main_device
-from bridge_plugins.analysis.report.parts import card, cell, fmt_bytes, name_cell, section, table
+from bridge_plugins.analysis.report.parts import card, cell, count, fmt_bytes, name_cell, section, table
 from bridge_plugins.analysis.report.svg import line_chart, value_hbars
 
 MAX_SNAPSHOTS = 4
@@ -114,7 +114,7 @@ def _segments(summary: dict, idx: int) -> str:
         for s in seg["per_segment"][:10]
     ]
     head = (
-        f"<p>{seg['count']} segments: reserved {fmt_bytes(seg['reserved'])}, allocated {fmt_bytes(seg['requested'])}, "
+        f"<p>{count(seg['count'], 'segment')}: reserved {fmt_bytes(seg['reserved'])}, allocated {fmt_bytes(seg['requested'])}, "
         f"free {fmt_bytes(seg['free_external'] + seg['free_internal'])} ({fmt_bytes(seg['free_internal'])} of it rounding).</p>"
     )
     return head + table(

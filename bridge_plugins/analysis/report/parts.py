@@ -6,6 +6,7 @@ Figures shown are formatted here; the exact number from the summary JSON rides a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from html import escape
 
@@ -18,6 +19,11 @@ COLOURS = {
     "idle": "#bab0ac",
     "other": "#9d755d",
 }
+
+
+def count(n: int, noun: str) -> str:
+    """``1 trace``, ``2 traces``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def fmt_ms(us: float | None) -> str:
@@ -51,7 +57,10 @@ def name_cell(name: str, width: int = 110) -> str:
 
 
 def table(table_id: str, headers: Sequence[str], rows: list[str], cls: str = "") -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    """A table; a header sits over its column as the first row's cell does (``num``: right-aligned)."""
+    first = re.findall(r"<td(?: class=\"([^\"]*)\")?", rows[0]) if rows else []
+    classes = [' class="num"' if i < len(first) and "num" in first[i].split() else "" for i in range(len(headers))]
+    head = "".join(f"<th{c}>{escape(h)}</th>" for c, h in zip(classes, headers, strict=True))
     body = "".join(f"<tr>{r}</tr>" for r in rows) or f'<tr><td colspan="{len(headers)}" class="empty">none</td></tr>'
     return f'<table id="{table_id}" class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 

@@ -117,10 +117,15 @@ def render_compare(cmp: dict) -> str:
                 f"    {sign + fmt_bytes(r['delta']):>11}  {fmt_bytes(r['base']):>10} -> {fmt_bytes(r['new']):>10}  {r['site']}"
             )
     s = cmp["segments"]
-    lines.append(
-        f"  segments: {s['count']['base']} -> {s['count']['new']}, reserved {fmt_bytes(s['reserved']['base'])} -> "
-        f"{fmt_bytes(s['reserved']['new'])}"
-    )
+    # a profiler-made snapshot has no allocator segments: its reserved bytes are None, not 0
+    counts = {k: "none" if s["reserved"][k] is None else str(s["count"][k]) for k in ("base", "new")}
+    if counts["base"] == counts["new"] == "none":
+        lines.append("  segments: none in either (made from torch.profiler runs: no allocator segments)")
+    else:
+        lines.append(
+            f"  segments: {counts['base']} -> {counts['new']}, reserved {fmt_bytes(s['reserved']['base'])} -> "
+            f"{fmt_bytes(s['reserved']['new'])}"
+        )
     return "\n".join(lines)
 
 
