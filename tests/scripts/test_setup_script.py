@@ -152,13 +152,13 @@ def test_the_editable_install_shows_no_setuptools_box(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Editable installation" not in proc.stderr and "!!" not in proc.stderr, proc.stderr
     imported = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import bridge_plugins.artifact_names as m; print(m.__file__)"],
+        [str(venv / "bin" / "python"), "-c", "import bridge_plugins.jobdir.names as m; print(m.__file__)"],
         cwd=tmp_path,
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
         capture_output=True,
         text=True,
     )
-    assert imported.stdout.strip() == str(copy / "bridge_plugins" / "artifact_names.py"), imported.stderr
+    assert imported.stdout.strip() == str(copy / "bridge_plugins" / "jobdir" / "names.py"), imported.stderr
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (scripts/install_chromium.sh)")
