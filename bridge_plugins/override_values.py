@@ -1,5 +1,9 @@
 """How a value is written as a ``key=value`` override that the job's parser reads back unchanged.
 
+A plain word (``snapshot.pickle``, ``/nemo_run/x.pickle``: letters, digits and ``_ . / ~ -``, not
+readable as a number, bool or null) is written bare, as Megatron Bridge's converters write it,
+since every parser reads it back as that string; anything else is quoted as below.
+
 The job parses overrides with OmegaConf (``merge_with_dotlist``): the value is read as YAML,
 then ``${...}`` in a string is an interpolation, resolved when the config is built
 (``${train.seed}`` would silently become 1234, ``${HOME}`` fails the job). A string is therefore
@@ -19,6 +23,19 @@ import re
 from typing import Any
 
 _INTERPOLATION = re.compile(r"(\\*)\$\{")
+_WORD = re.compile(r"[A-Za-z0-9_./~-]+")
+_NOT_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "none", "nan", "inf", "infinity"}
+
+
+def is_plain_word(text: str) -> bool:
+    """A string that YAML, OmegaConf and Hydra's override grammar all read back as itself, unquoted."""
+    if not _WORD.fullmatch(text) or text.lower().lstrip("+-.") in _NOT_WORDS or text.startswith("~"):
+        return False
+    try:
+        float(text)
+    except ValueError:
+        return not text[0].isdigit()  # '1_000', '0x1f', '1e3' read as numbers somewhere
+    return False
 
 
 def escape_interpolations(text: str) -> str:
@@ -35,6 +52,8 @@ def override_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
+        if is_plain_word(value):
+            return value
         return json.dumps(escape_interpolations(value))  # a JSON string is a YAML double-quoted scalar
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(override_value(v) for v in value) + "]"

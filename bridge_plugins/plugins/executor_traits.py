@@ -9,6 +9,7 @@ with a clear error (a guess would put artifacts where nobody looks, or quote arg
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, Optional
@@ -128,3 +129,18 @@ def quotes_script_args(launcher: Optional[Launcher]) -> bool:
 
 def is_fault_tolerant(launcher: Optional[Launcher]) -> bool:
     return isinstance(launcher, FaultTolerance)
+
+
+def env_value(executor: run.Executor, value: str, owner: str = "bridge_plugins") -> str:
+    """``value`` encoded for ``executor.env_vars`` so that the job's environment holds it unchanged.
+
+    Executors that write ``export KEY=VALUE`` lines into a shell script (Slurm) need shell quoting;
+    the others hand the value to Popen or docker-py as it is.
+    """
+    return shlex.quote(value) if traits_for(executor, owner).delivery == "bash" else value
+
+
+def args_arrive_quoted(executor: run.Executor, launcher: Optional[Launcher]) -> bool:
+    """NeMo Run shell-quotes the script args for ``launcher`` and no shell on ``executor`` unquotes them
+    (LocalExecutor with torchrun or ft_launcher): the job would see the quotes."""
+    return traits_for(executor).delivery == "argv" and quotes_script_args(launcher)

@@ -10,6 +10,7 @@ nothing.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import nemo_run as run
@@ -104,10 +105,27 @@ def reencoded(
     return out
 
 
-def plan_script_args(task: run.Script, new_args: List[str]) -> Edit:
-    """Set the Script's args to ``new_args`` (computed beforehand)."""
+UNQUOTE_ARGV = str(Path(__file__).resolve().parents[1] / "runtime" / "entry" / "unquote_argv.py")
+"""The job-side file that undoes NeMo Run's quotes where no shell does (run by path, not imported)."""
+
+
+def plan_script_args(task: run.Script, new_args: List[str], unquote: bool = False) -> Edit:
+    """Set the Script's args to ``new_args`` (computed beforehand).
+
+    ``unquote``: NeMo Run will shell-quote every arg and no shell will read them
+    (``executor_traits.args_arrive_quoted``), so the job is started through ``UNQUOTE_ARGV``, which
+    hands it each arg as written: ``python train.py A`` becomes ``python unquote_argv.py train.py A``
+    (``-m M`` and non-Python entrypoints likewise). Done once; a routed task keeps its route.
+    """
 
     def edit() -> None:
-        task.args = new_args
+        if unquote and task.path != UNQUOTE_ARGV:
+            head = (
+                ["-m", task.path] if task.m else [task.path] if task.entrypoint == "python" else ["--exec", task.path]
+            )
+            task.path, task.m, task.entrypoint = UNQUOTE_ARGV, False, "python"
+            task.args = head + list(new_args)
+        else:
+            task.args = new_args
 
     return edit
