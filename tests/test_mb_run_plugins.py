@@ -26,7 +26,7 @@ from bridge_plugins.plugins.script_args import (
     NsysPluginScriptArgs,
     PyTorchProfilerPluginScriptArgs,
 )
-from bridge_plugins.plugins.script_overrides import UNQUOTE_ARGV
+from bridge_plugins.plugins.script_overrides import UNQUOTE_ARGV, split_route
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
 
 
@@ -47,13 +47,11 @@ def script_task():
 
 
 def own_args(task):
-    """The script's own args: on a LocalExecutor under ft_launcher, the plugin routes the job through
-    unquote_argv.py (NeMo Run quotes every arg and no shell unquotes it), whose first two args name
-    the module."""
-    if task.path == UNQUOTE_ARGV:
-        assert task.args[:2] == ["-m", "recipes.train"]
-        return task.args[2:]
-    return task.args
+    """The script's own args: on a LocalExecutor under ft_launcher or nsys, the plugin routes the job
+    through unquote_argv.py (NeMo Run quotes every arg or appends one, and no shell undoes it)."""
+    head, args = split_route(task)
+    assert head is None or head[-2:] == ["-m", "recipes.train"]
+    return args
 
 
 # Module-level converters (Megatron Bridge defines these inside the tests).
@@ -294,7 +292,7 @@ def test_mapping_style_converter_still_sees_every_value(executor):
     task = script_task()
     plugin = NsysPlugin(profile_step_start=3, profile_step_end=5, script_args_converter_fn=mapping_converter)
     plugin.setup(task, executor)
-    assert task.args == ["--nvtx_per_op=False", f"--output_dir={executor.job_dir}", "--start=3"]
+    assert own_args(task) == ["--nvtx_per_op=False", f"--output_dir={executor.job_dir}", "--start=3"]
 
 
 def test_typed_args_have_exactly_megatron_bridges_fields():

@@ -18,7 +18,7 @@ from nemo_run.core.execution.launcher import Launcher
 from bridge_plugins.config import profiling_fields, validate_fields
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.edits import Edit
-from bridge_plugins.plugins.executor_traits import args_arrive_quoted, env_value, job_dir_seen_by_job
+from bridge_plugins.plugins.executor_traits import argv_fixes, env_value, job_dir_seen_by_job
 from bridge_plugins.plugins.quoting import QuotingChain
 
 
@@ -112,5 +112,5 @@ class ProfilerPlugin(run.Plugin):
             converter=self.script_args_converter_fn,
             env=executor.env_vars,
             env_output_dir=None if job_dir is None else env_value(executor, job_dir, owner),
-            unquote=args_arrive_quoted(executor, launcher_after),
+            route=argv_fixes(executor, launcher_after),
         )

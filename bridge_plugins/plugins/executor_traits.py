@@ -12,7 +12,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import nemo_run as run
 from nemo_run.core.execution.launcher import LAUNCHER_MAP, FaultTolerance, Launcher, Torchrun
@@ -68,13 +68,18 @@ class ExecutorTraits:
     """nsys report name, when NeMo Run's ``profile_%p`` would repeat across nodes."""
     nsys_gpu_metrics: bool = False
     """NeMo Run honours ``nsys_gpu_metrics``, by wrapping the command in ``bash -c '...'``."""
+    nsys_empty_arg: bool = False
+    """With nsys, NeMo Run appends ``get_nsys_entrypoint()``'s empty postfix to the command as an
+    argument of its own (joined into a shell line elsewhere, where it vanishes)."""
     runs_job_here: bool = False
     """The job runs on the machine that calls ``setup``, with this process's environment: what
     it will execute (the ``nsys`` binary) can be checked now."""
 
 
 TRAITS: Dict[type, ExecutorTraits] = {
-    run.LocalExecutor: ExecutorTraits(job_dir=_local_job_dir, delivery="argv", macros=True, runs_job_here=True),
+    run.LocalExecutor: ExecutorTraits(
+        job_dir=_local_job_dir, delivery="argv", macros=True, nsys_empty_arg=True, runs_job_here=True
+    ),
     run.SlurmExecutor: ExecutorTraits(
         job_dir=_slurm_job_dir, delivery="bash", macros=True, nsys_filename=NSYS_SLURM_FILENAME, nsys_gpu_metrics=True
     ),
@@ -140,7 +145,14 @@ def env_value(executor: run.Executor, value: str, owner: str = "bridge_plugins")
     return shlex.quote(value) if traits_for(executor, owner).delivery == "bash" else value
 
 
-def args_arrive_quoted(executor: run.Executor, launcher: Optional[Launcher]) -> bool:
-    """NeMo Run shell-quotes the script args for ``launcher`` and no shell on ``executor`` unquotes them
-    (LocalExecutor with torchrun or ft_launcher): the job would see the quotes."""
-    return traits_for(executor).delivery == "argv" and quotes_script_args(launcher)
+def argv_fixes(executor: run.Executor, launcher: Optional[Launcher]) -> Tuple[str, ...]:
+    """What NeMo Run does to a run.Script's argv on ``executor`` that no shell undoes, as
+    ``UNQUOTE_ARGV`` options: ``--quoted`` (the launcher shell-quotes every arg, and the job is
+    started without a shell), ``--nsys-postfix`` (nsys wraps the job and an empty arg is appended)."""
+    traits = traits_for(executor)
+    if traits.delivery != "argv":
+        return ()
+    fixes = ("--quoted",) if quotes_script_args(launcher) else ()
+    if traits.nsys_empty_arg and launcher is not None and launcher.nsys_profile:
+        fixes += ("--nsys-postfix",)
+    return fixes

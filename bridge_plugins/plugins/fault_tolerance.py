@@ -11,7 +11,7 @@ from bridge_plugins import conflicts
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.base import check_bool, check_importable
 from bridge_plugins.plugins.edits import apply, warn
-from bridge_plugins.plugins.executor_traits import args_arrive_quoted, peek_launcher
+from bridge_plugins.plugins.executor_traits import argv_fixes, peek_launcher
 from bridge_plugins.plugins.ft_launcher import plan_fault_tolerance
 from bridge_plugins.plugins.quoting import QuotingChain
 from bridge_plugins.plugins.script_args import FaultTolerancePluginScriptArgs, _default_fault_tolerance_converter
@@ -91,7 +91,7 @@ class FaultTolerancePlugin(run.Plugin):
             QuotingChain.for_executor(executor, launcher_after, script_arg=True, owner=owner),
             self.ft_values(),
             self.script_args() if isinstance(task, run.Script) else (),
-            unquote=args_arrive_quoted(executor, launcher_after),
+            route=argv_fixes(executor, launcher_after),
         )
         if launcher_had_nsys or task_had_nsys:
             warn(

@@ -47,7 +47,7 @@ def _parse_override(arg: str) -> Optional[Tuple[str, Any]]:
 def script_overrides(task: run.Script, chain: QuotingChain) -> Dict[str, Any]:
     """The task's existing ``key=value`` args, decoded with ``chain`` (later args win)."""
     out: Dict[str, Any] = {}
-    for arg in task.args:
+    for arg in own_args(task):
         decoded = chain.decode_or_none(arg)
         parsed = _parse_override(decoded) if decoded is not None else None
         if parsed:
@@ -106,26 +106,48 @@ def reencoded(
 
 
 UNQUOTE_ARGV = str(Path(__file__).resolve().parents[1] / "runtime" / "entry" / "unquote_argv.py")
-"""The job-side file that undoes NeMo Run's quotes where no shell does (run by path, not imported)."""
+"""The job-side file that undoes what NeMo Run does to a LocalExecutor job's argv (run by path)."""
+ROUTE_OPTIONS = ("--quoted", "--nsys-postfix")
+"""UNQUOTE_ARGV's options, in this order: see ``executor_traits.argv_fixes``."""
 
 
-def plan_script_args(task: run.Script, new_args: List[str], unquote: bool = False) -> Edit:
-    """Set the Script's args to ``new_args`` (computed beforehand).
+def split_route(task: run.Script) -> Tuple[Optional[List[str]], List[str]]:
+    """``(route head, the script's own args)``; the head is None when the task is not routed."""
+    args = list(task.args)
+    if task.path != UNQUOTE_ARGV:
+        return None, args
+    i = 0
+    while i < len(args) and args[i] in ROUTE_OPTIONS:
+        i += 1
+    end = i + (2 if args[i : i + 1] == ["-m"] else 1)
+    return args[:end], args[end:]
 
-    ``unquote``: NeMo Run will shell-quote every arg and no shell will read them
-    (``executor_traits.args_arrive_quoted``), so the job is started through ``UNQUOTE_ARGV``, which
-    hands it each arg as written: ``python train.py A`` becomes ``python unquote_argv.py train.py A``
-    (``-m M`` and non-Python entrypoints likewise). Done once; a routed task keeps its route.
+
+def own_args(task: run.Script) -> List[str]:
+    """The script's own args, without a route's head."""
+    return split_route(task)[1]
+
+
+def plan_script_args(task: run.Script, new_args: List[str], route: Sequence[str] = ()) -> Edit:
+    """Set the Script's own args to ``new_args`` (computed beforehand, from ``own_args``).
+
+    ``route``: the fixes the job's argv needs (``executor_traits.argv_fixes``); when there are any,
+    the job starts through ``UNQUOTE_ARGV``, which applies them: ``python -m M A`` becomes
+    ``python unquote_argv.py --quoted -m M A``. A routed task is re-routed with the fixes of now
+    (a later plugin may change the launcher), and un-routed when none are left. Python
+    entrypoints only: a non-Python program is left as NeMo Run starts it.
     """
 
     def edit() -> None:
-        if unquote and task.path != UNQUOTE_ARGV:
-            head = (
-                ["-m", task.path] if task.m else [task.path] if task.entrypoint == "python" else ["--exec", task.path]
-            )
-            task.path, task.m, task.entrypoint = UNQUOTE_ARGV, False, "python"
-            task.args = head + list(new_args)
+        head, _ = split_route(task)
+        if head is not None:
+            target = [a for a in head if a not in ROUTE_OPTIONS]
+            task.path, task.m = (target[1], True) if target[0] == "-m" else (target[0], False)
+        if route and task.entrypoint == "python":
+            target = ["-m", task.path] if task.m else [task.path]
+            task.path, task.m = UNQUOTE_ARGV, False
+            task.args = [*route, *target, *new_args]
         else:
-            task.args = new_args
+            task.args = list(new_args)
 
     return edit

@@ -29,6 +29,7 @@ from bridge_plugins.plugins.quoting import QuotingChain
 from bridge_plugins.plugins.script_overrides import (
     checked_converter_output,
     default_script_args_converter,
+    own_args,
     plan_script_args,
     reencoded,
     script_overrides,
@@ -92,7 +93,7 @@ def plan_profiling(
     converter: Optional[Callable[[Dict[str, Any]], List[str]]] = None,
     env: Optional[Dict[str, str]] = None,
     env_output_dir: Optional[str] = None,
-    unquote: bool = False,
+    route: Sequence[str] = (),
 ) -> Edit:
     """Write ``values`` (ProfilingConfig fields, with ``flag``'s profiler on) into the task.
 
@@ -101,7 +102,7 @@ def plan_profiling(
     dir) when neither the plugin nor the recipe/script set one. A profiler that ``flag``
     excludes is switched off with a warning.
 
-    ``unquote``: route the Script so that it receives its args unquoted (``plan_script_args``).
+    ``route``: the fixes the Script's argv needs on this executor (``plan_script_args``).
     For a run.Script that fallback travels as ``env[OUTPUT_DIR_ENV] = env_output_dir`` (the value
     encoded for the executor's environment), not as an override: see ``default_script_args``.
     """
@@ -137,7 +138,7 @@ def plan_profiling(
     else:
         raw = default_script_args(asked, existing)
     args_edit = plan_script_args(
-        task, with_overrides(owner, reencoded(owner, task.args, current, target, {}), raw, target), unquote
+        task, with_overrides(owner, reencoded(owner, own_args(task), current, target, {}), raw, target), route
     )
     if env is None or env_output_dir is None or "output_dir" in asked or existing.get("output_dir") is not None:
         return args_edit
@@ -156,21 +157,21 @@ def plan_enable_ft(
     target: QuotingChain,
     ft_values: Mapping[str, Any],
     ft_args: Sequence[str],
-    unquote: bool = False,
+    route: Sequence[str] = (),
 ) -> Tuple[List[Edit], bool]:
     """Write the ``ft`` section (``ft_values`` into a Partial's config; ``ft_args``, as given, into a
     Script) and switch ``profiling.use_nsys_profiler`` off.
 
-    For a Script, the plugin-written args are first re-encoded for the new launcher (``unquote``:
+    For a Script, the plugin-written args are first re-encoded for the new launcher (``route``:
     see ``plan_script_args``). Returns the edits and whether the task had nsys profiling on.
     """
     nsys_off = {conflicts.NSYS: conflicts.nsys_allowed(fault_tolerance=True)}
     if isinstance(task, run.Script):
         nsys_key = f"{PROFILING}.{conflicts.NSYS}"
         had_nsys = script_overrides(task, current).get(nsys_key) is True
-        args = reencoded(owner, task.args, current, target, {nsys_key: nsys_off[conflicts.NSYS]})
+        args = reencoded(owner, own_args(task), current, target, {nsys_key: nsys_off[conflicts.NSYS]})
         args = with_overrides(owner, args, list(ft_args), target)
-        return [plan_script_args(task, args, unquote)], had_nsys
+        return [plan_script_args(task, args, route)], had_nsys
     container = find_config_container(owner, task)
     edits: List[Edit] = []
     if has_section(container.__fn_or_cls__, FT):

@@ -36,9 +36,10 @@ def _through_unquote_argv(argv: List[str], tmp_path: Path) -> List[str]:
     recorder = tmp_path / "recorder.py"
     recorder.write_text("import json, sys\nprint(json.dumps(sys.argv[1:]))\n")
     rest = argv[i + 1 :]
-    assert rest[:2] == ["-m", MODULE], rest
+    j = rest.index("-m")
+    assert rest[j + 1] == MODULE, rest
     proc = subprocess.run(
-        [sys.executable, argv[i], str(recorder), *rest[2:]], capture_output=True, text=True, timeout=60
+        [sys.executable, argv[i], *rest[:j], str(recorder), *rest[j + 2 :]], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)

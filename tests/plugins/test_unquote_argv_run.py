@@ -28,7 +28,7 @@ with open(out, "w") as f:
     json.dump({"argv": sys.argv, "path0": sys.path[0], "name": __name__}, f)
 """
 # Shell metacharacters in the user's own args: each must arrive exactly as written.
-USER_ARGS = ["train.note=it's $HOME; `x` \"q\" *", "a b", "", "--flag", "x=[1, 2]"]
+USER_ARGS = ['train.note=it\'s $HOME; `x` "q" *', "a b", "", "--flag", "x=[1, 2]"]
 
 
 @pytest.fixture(autouse=True)
@@ -89,5 +89,43 @@ def test_fault_tolerance_on_local_routes_once(tmp_path):
     PyTorchProfilerPlugin().setup(task, executor)
     FaultTolerancePlugin().setup(task, executor)
     PyTorchProfilerPlugin().setup(task, executor)
-    assert task.path == UNQUOTE_ARGV and task.args[:2] == ["/x/train.py", "a b"]
+    assert task.path == UNQUOTE_ARGV and task.args[:3] == ["--quoted", "/x/train.py", "a b"]
     assert task.args.count("/x/train.py") == 1 and "ft.enable_ft_package=true" in task.args
+
+
+METACHARACTERS = ["a b", "it's", '"q"', "$HOME", "${x}", "`id`", "a;b|c&d", "*", "[0,1]", "", "\\n", "\n", "é ü", "'"]
+
+
+def test_unquote_argv_undoes_exactly_shlex_quote_and_nothing_else():
+    import runpy
+
+    entry = runpy.run_path(UNQUOTE_ARGV)  # the file the job runs, loaded as a module here
+    unquoted, job_args = entry["unquoted"], entry["job_args"]
+    import shlex
+
+    for s in METACHARACTERS:
+        assert unquoted(shlex.quote(s)) == s
+    # not what shlex.quote writes: left alone (exp.run(direct=True) hands over shell-parsed args)
+    for s in ["'a'b", "'a", "a b", "x'y'"]:
+        assert unquoted(s) == s
+    quoted = [shlex.quote(s) for s in METACHARACTERS]
+    assert job_args(["--quoted", "--nsys-postfix", "-m", "m", *quoted, ""]) == ["-m", "m", *METACHARACTERS]
+    assert job_args(["--nsys-postfix", "p.py", "a b", ""]) == ["p.py", "a b"]
+    assert job_args(["--nsys-postfix", "p.py", "a b"]) == ["p.py", "a b"]  # run directly: no postfix
+
+
+def test_route_follows_the_launcher_set_by_a_later_plugin(tmp_path):
+    from bridge_plugins.plugins import NsysPlugin
+    from tests.launch_support import assigned
+
+    task = run.Script(path="train", m=True, entrypoint="python", args=["a=1"])
+    executor = assigned(run.LocalExecutor(), tmp_path)
+    with pytest.warns(Warning):  # no nsys binary here
+        NsysPlugin().setup(task, executor)
+    assert (task.path, task.args[:3]) == (UNQUOTE_ARGV, ["--nsys-postfix", "-m", "train"])
+    with pytest.warns(Warning, match="nsys profiling is disabled"):
+        FaultTolerancePlugin().setup(task, executor)  # switches nsys off, runs ft_launcher (quotes)
+    assert task.args[:4] == ["--quoted", "-m", "train", "a=1"]
+    executor.launcher = None  # e.g. the user takes ft_launcher away again: un-routed
+    PyTorchProfilerPlugin().setup(task, executor)
+    assert (task.path, task.m, task.args[0]) == ("train", True, "a=1")

@@ -1,18 +1,21 @@
-"""Run a Python job with the arguments NeMo Run shell-quoted, but no shell read, unquoted.
+"""Start a Python job with its arguments exactly as the task wrote them, where NeMo Run alters them.
 
-NeMo Run 0.11.1's torchrun and ft_launcher components ``shlex.quote`` every script argument for
-a shell, and LocalExecutor starts torchrun without one, so the job's ``sys.argv`` holds
-``'profiling.profile_ranks=[0,1]'`` quotes and all, which Megatron Bridge's parser rejects. A
-plugin routes such a run.Script through this file (run by path, so it needs no import of ours):
+On LocalExecutor nothing but this can fix two things NeMo Run 0.11.1 does to a run.Script's argv,
+which Megatron Bridge's override parser rejects (the job would die at start-up):
 
-    unquote_argv.py -m MODULE ARGS...      like python -m MODULE ARGS...
-    unquote_argv.py PATH ARGS...           like python PATH ARGS...
-    unquote_argv.py --exec PATH ARGS...    like running the executable PATH ARGS...
+* ``--quoted``: its torchrun and ft_launcher components ``shlex.quote`` every argument for a shell,
+  and LocalExecutor starts torchrun without one, so ``'profiling.profile_ranks=[0,1]'`` arrives
+  quotes and all. Each argument that ``shlex.quote`` wrote is unquoted once.
+* ``--nsys-postfix``: under nsys it appends an empty argument to the command line. An empty last
+  argument is dropped.
 
-Every argument (MODULE and PATH too) is one shell word as ``shlex.quote`` writes it, or the empty
-argument NeMo Run appends after nsys; it is unquoted once and the job runs with ``sys.argv`` and
-``sys.path[0]`` as Python would have set them. Stdlib only: this directory is ``sys.path[0]``
-until the job's own is set.
+A plugin routes such a run.Script through this file, which is run by path (it imports nothing of
+ours; this directory is ``sys.path[0]`` until the job's own is set, so stdlib only):
+
+    unquote_argv.py [--quoted] [--nsys-postfix] -m MODULE ARGS...   like python -m MODULE ARGS...
+    unquote_argv.py [--quoted] [--nsys-postfix] PATH ARGS...        like python PATH ARGS...
+
+The job then runs with ``sys.argv``, ``sys.path[0]`` and ``__name__`` as Python would have set them.
 """
 
 import os
@@ -20,31 +23,41 @@ import runpy
 import shlex
 import sys
 
+OPTIONS = ("--quoted", "--nsys-postfix")
+
 
 def unquoted(arg: str) -> str:
-    """``arg`` as it was before ``shlex.quote``; SystemExit for anything shlex.quote cannot produce."""
-    if arg == "":
+    """``arg`` before ``shlex.quote``; an arg that ``shlex.quote`` did not write is left as it is
+    (``exp.run(direct=True)`` starts the same command through a shell, which has unquoted it)."""
+    try:
+        words = shlex.split(arg)
+    except ValueError:
         return arg
-    words = shlex.split(arg)
-    if len(words) != 1:
-        raise SystemExit(f"unquote_argv: {arg!r} is not one shell-quoted argument; run the job without this wrapper")
-    return words[0]
+    return words[0] if len(words) == 1 and shlex.quote(words[0]) == arg else arg
+
+
+def job_args(argv: list) -> list:
+    """The command line (``-m MODULE ...`` or ``PATH ...``) with NeMo Run's changes undone."""
+    options = []
+    while argv and argv[0] in OPTIONS:
+        options.append(argv.pop(0))
+    if "--nsys-postfix" in options and argv and argv[-1] == "":  # absent when run directly, without nsys
+        argv = argv[:-1]
+    return [unquoted(a) for a in argv] if "--quoted" in options else list(argv)
 
 
 def main(argv: list) -> None:
-    args = [unquoted(a) for a in argv]
+    args = job_args(list(argv))
     if len(args) >= 2 and args[0] == "-m":
         sys.argv = [args[1], *args[2:]]
         sys.path[0] = os.getcwd()
         runpy.run_module(args[1], run_name="__main__", alter_sys=True)
-    elif len(args) >= 2 and args[0] == "--exec":
-        os.execv(args[1], args[1:])
-    elif args:
+    elif args and args[0] != "-m":
         sys.argv = args
         sys.path[0] = os.path.dirname(os.path.realpath(args[0]))
         runpy.run_path(args[0], run_name="__main__")
     else:
-        raise SystemExit("usage: unquote_argv.py [-m MODULE | --exec PATH | PATH] ARGS...")
+        raise SystemExit("usage: unquote_argv.py [--quoted] [--nsys-postfix] (-m MODULE | PATH) ARGS...")
 
 
 if __name__ == "__main__":
