@@ -25,7 +25,7 @@ rm -rf "$DEST"
 mkdir -p "$DEST/wheels"
 log=$DEST/install.log
 fail() {
-  { echo "[install_mb] $1"; tail -n 5 "$log"; } | tee "$DEST/FAILED" >&2
+  { echo "[install_mb] $1"; grep -v "is ignored: it is neither" "$log" | tail -n 4; } | tee "$DEST/FAILED" >&2
   exit 1
 }
 echo "[install_mb] fetching megatron-bridge==0.6.2 (py3.12 wheel, no dependencies; test-only)"

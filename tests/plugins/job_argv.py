@@ -59,4 +59,5 @@ def job_argv(job, tmp_path: Path) -> List[str]:
         rec = run_docker_command(docker_command(job), tmp_path)
     else:
         raise TypeError(type(ex))
-    return _tail(rec["torchrun"] if "torchrun" in rec else rec["python"])
+    (launcher,) = [name for name in ("ft_launcher", "torchrun", "python") if name in rec][:1]
+    return _tail(rec[launcher])

@@ -17,16 +17,16 @@ smallest that lets a real file load:
   ``FaultToleranceConfig``, their class source lifted verbatim from MB's config.py (which imports
   all of megatron.core), on top of megatron-core's real ``common_config.ProfilingConfig``.
 * **``ConfigContainerStandIn``**: MB's ConfigContainer reduced to the sections these overrides
-  touch: ``profiling``, ``ft`` and a ``train`` section with ``train_iters`` (MB's TrainingConfig
-  field of that name), since the real one builds models, optimizers and datasets.
+  touch, declared as MB declares them: ``profiling`` (a ProfilingConfig by default), ``ft``
+  (Optional, None by default; the parser is given a recipe that sets it, as FT recipes do) and a
+  ``train`` section with ``train_iters`` (MB's TrainingConfig field of that name), since the real
+  one builds models, optimizers and datasets.
 
 Real, unchanged: ``run_plugins.py`` (the plugins, ``*ScriptArgs``, ``_default_*_converter``),
 ``import_utils.py``, megatron-core's ``common_config.py`` and ``omegaconf_utils.py`` (the override
 parser MB's training scripts run on their argv; in a process with .mb/site first on sys.path, so
 it runs with the hydra-core/omegaconf that MB 0.6.2 installs). Stdlib only at import time.
 """
-
-from __future__ import annotations
 
 import ast
 import dataclasses
@@ -102,9 +102,9 @@ def _lift_config_classes() -> types.ModuleType:
         train_iters: Optional[int] = None
 
     @dataclasses.dataclass
-    class ConfigContainerStandIn:
+    class ConfigContainerStandIn:  # these two sections declared as in MB's ConfigContainer
         train: TrainStandIn = dataclasses.field(default_factory=TrainStandIn)
-        profiling: Optional[mod.ProfilingConfig] = None
+        profiling: mod.ProfilingConfig = dataclasses.field(default_factory=mod.ProfilingConfig)
         ft: Optional[mod.FaultToleranceConfig] = None
 
     for cls in (TrainStandIn, ConfigContainerStandIn):
