@@ -54,7 +54,8 @@ def override_value(value: Any) -> str:
     if isinstance(value, str):
         if is_plain_word(value):
             return value
-        return json.dumps(escape_interpolations(value), ensure_ascii=False)  # a YAML double-quoted scalar; é as é (Hydra reads no \\u escapes)
+        # a JSON string is a YAML double-quoted scalar; é stays é (Hydra's parser reads no \\u escapes)
+        return json.dumps(escape_interpolations(value), ensure_ascii=False)
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(override_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {value!r} ({type(value).__name__}) as an override")
