@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
 
 import nemo_run as run
 
@@ -24,13 +23,13 @@ from tests.support import run_docker_command, run_sbatch_command
 MODULE = "recipes.train"
 
 
-def _tail(argv: List[str]) -> List[str]:
+def _tail(argv: list[str]) -> list[str]:
     i = argv.index(MODULE)
     assert argv[i - 1] == "-m", argv
     return argv[i + 1 :]
 
 
-def _through_unquote_argv(argv: List[str], tmp_path: Path) -> List[str]:
+def _through_unquote_argv(argv: list[str], tmp_path: Path) -> list[str]:
     """Run the real unquote_argv.py on the args torchrun would hand it; the job is a recorder."""
     i = next(i for i, a in enumerate(argv) if a.endswith("unquote_argv.py"))
     recorder = tmp_path / "recorder.py"
@@ -45,7 +44,7 @@ def _through_unquote_argv(argv: List[str], tmp_path: Path) -> List[str]:
     return json.loads(proc.stdout)
 
 
-def job_argv(job, tmp_path: Path) -> List[str]:
+def job_argv(job, tmp_path: Path) -> list[str]:
     """The args after the script/module name, as the job's sys.argv holds them."""
     ex = job.executor
     if isinstance(ex, run.LocalExecutor):

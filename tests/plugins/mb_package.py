@@ -55,7 +55,7 @@ SHELLS = [
 LIFTED = ("ProfilingConfig", "FaultToleranceConfig")
 
 
-def problem() -> Optional[str]:
+def problem() -> str | None:
     """None when scripts/install_mb.sh has completed, else what is missing (with its recorded failure)."""
     if READY.exists():
         return None
@@ -99,13 +99,13 @@ def _lift_config_classes() -> types.ModuleType:
 
     @dataclasses.dataclass
     class TrainStandIn:
-        train_iters: Optional[int] = None
+        train_iters: int | None = None
 
     @dataclasses.dataclass
     class ConfigContainerStandIn:  # these two sections declared as in MB's ConfigContainer
         train: TrainStandIn = dataclasses.field(default_factory=TrainStandIn)
         profiling: mod.ProfilingConfig = dataclasses.field(default_factory=mod.ProfilingConfig)
-        ft: Optional[mod.FaultToleranceConfig] = None
+        ft: Optional[mod.FaultToleranceConfig] = None  # noqa: UP045 (declared as in MB's ConfigContainer)
 
     for cls in (TrainStandIn, ConfigContainerStandIn):
         cls.__module__, cls.__qualname__ = mod.__name__, cls.__name__
