@@ -1,8 +1,9 @@
 """How a value is written as a ``key=value`` override that the job's parser reads back unchanged.
 
-A plain word (``snapshot.pickle``, ``/nemo_run/x.pickle``: letters, digits and ``_ . / -``, not
-readable as a number, bool or null) is written bare, as Megatron Bridge's converters write it,
-since every parser reads it back as that string; anything else is quoted as below.
+A plain word (``snapshot.pickle``, ``/nemo_run/x.pickle``: letters, digits and ``_ . / -``, led
+by a letter, ``_`` or ``/``, not a bool or null word; ``is_plain_word``) is written bare, as
+Megatron Bridge's converters write it, since every parser reads it back as that string; anything
+else is quoted as below.
 
 The job parses overrides with OmegaConf (``merge_with_dotlist``): the value is read as YAML,
 then ``${...}`` in a string is an interpolation, resolved when the config is built
@@ -12,7 +13,7 @@ are escaped by OmegaConf's own rule, which OmegaConf undoes when it resolves: ``
 literal ``${``, and backslashes right before it are doubled. The tests check every string of up
 to 4 characters from ``$ { } \\ a`` (6 characters were checked once, 19,530 strings).
 
-Imports neither torch, nemo_run nor omegaconf (PyYAML only): the launch side writes with it, and any job-side
+Imports neither torch, nemo_run nor omegaconf: the launch side writes with it, and any job-side
 parser that needs the rule can import it.
 """
 
@@ -22,28 +23,20 @@ import json
 import re
 from typing import Any
 
-import yaml
-
 _INTERPOLATION = re.compile(r"(\\*)\$\{")
 _WORD = re.compile(r"[A-Za-z0-9_./-]+")  # no ~: Hydra's grammar refuses it in a bare value
+_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_/")
 _NOT_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "none", "nan", "inf", "infinity"}
 
 
 def is_plain_word(text: str) -> bool:
-    """A string that YAML, OmegaConf and Hydra's override grammar all read back as itself, unquoted."""
-    if not _WORD.fullmatch(text) or text.lower().lstrip("+-.") in _NOT_WORDS:
-        return False
-    try:
-        float(text)
-        return False
-    except ValueError:
-        pass
-    if text[0].isdigit():  # '1_000', '0x1f', '1e3' read as numbers somewhere
-        return False
-    try:  # YAML 1.1 (the job's OmegaConf): '.1_' is 0.1, '-' a list, '---' and '...' document markers
-        return yaml.safe_load(text) == text
-    except yaml.YAMLError:
-        return False
+    """A string that YAML, OmegaConf and Hydra's override grammar all read back as itself, unquoted.
+
+    It starts with a letter, ``_`` or ``/`` (YAML 1.1 reads ``.1_`` as 0.1, ``-`` as a list,
+    ``...`` as a document end; anything led by a digit may be a number or a date somewhere) and is
+    not a bool or null word.
+    """
+    return bool(_WORD.fullmatch(text)) and text[0] in _FIRST and text.lower() not in _NOT_WORDS
 
 
 def escape_interpolations(text: str) -> str:
