@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 bash scripts/setup.sh
 bash scripts/install_hta.sh  # test-only: HTA for the cross-check in tests/analysis/test_hta.py (~30 s)
+# test-only: Megatron Bridge 0.6.2's files in .mb/ for tests/plugins/test_mb_real_package.py (~5 s; it fails under CI=true without them)
+bash scripts/install_mb.sh || echo "[test] Megatron Bridge 0.6.2 could not be fetched (see above)"
 # test-only: Debian's chromium for tests/analysis/test_report_browser.py (root + apt-get; that test says why otherwise)
 bash scripts/install_chromium.sh || echo "[test] chromium could not be installed (see above)"
 

@@ -1,5 +1,10 @@
 """How a value is written as a ``key=value`` override that the job's parser reads back unchanged.
 
+A plain word (``snapshot.pickle``, ``/nemo_run/x.pickle``: letters, digits and ``_ . / -``, led
+by a letter, ``_`` or ``/``, not a bool or null word; ``is_plain_word``) is written bare, as
+Megatron Bridge's converters write it, since every parser reads it back as that string; anything
+else is quoted as below.
+
 The job parses overrides with OmegaConf (``merge_with_dotlist``): the value is read as YAML,
 then ``${...}`` in a string is an interpolation, resolved when the config is built
 (``${train.seed}`` would silently become 1234, ``${HOME}`` fails the job). A string is therefore
@@ -19,6 +24,19 @@ import re
 from typing import Any
 
 _INTERPOLATION = re.compile(r"(\\*)\$\{")
+_WORD = re.compile(r"[A-Za-z0-9_./-]+")  # no ~: Hydra's grammar refuses it in a bare value
+_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_/")
+_NOT_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "none", "nan", "inf", "infinity"}
+
+
+def is_plain_word(text: str) -> bool:
+    """A string that YAML, OmegaConf and Hydra's override grammar all read back as itself, unquoted.
+
+    It starts with a letter, ``_`` or ``/`` (YAML 1.1 reads ``.1_`` as 0.1, ``-`` as a list,
+    ``...`` as a document end; anything led by a digit may be a number or a date somewhere) and is
+    not a bool or null word.
+    """
+    return bool(_WORD.fullmatch(text)) and text[0] in _FIRST and text.lower() not in _NOT_WORDS
 
 
 def escape_interpolations(text: str) -> str:
@@ -35,7 +53,10 @@ def override_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(escape_interpolations(value))  # a JSON string is a YAML double-quoted scalar
+        if is_plain_word(value):
+            return value
+        # a JSON string is a YAML double-quoted scalar; é stays é (Hydra's parser reads no \\u escapes)
+        return json.dumps(escape_interpolations(value), ensure_ascii=False)
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(override_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {value!r} ({type(value).__name__}) as an override")

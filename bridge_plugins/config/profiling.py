@@ -22,7 +22,12 @@ from typing import Any
 from bridge_plugins.config.conflicts import exclusive_profilers_error
 
 DEFAULT_OUTPUT_DIR = "profiling"
-"""Where artifacts go when output_dir is None (relative to the job's working directory)."""
+"""Where artifacts go when output_dir is None and OUTPUT_DIR_ENV is unset (relative to the job's
+working directory)."""
+OUTPUT_DIR_ENV = "BRIDGE_PLUGINS_OUTPUT_DIR"
+"""Environment variable a plugin sets on a run.Script's executor: the job directory as the job sees
+it, used when output_dir is None. An env var rather than an override, because Megatron Bridge's
+parser rejects a ``profiling.output_dir`` key, which its ProfilingConfig does not have."""
 
 
 @dataclass

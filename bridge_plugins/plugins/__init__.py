@@ -17,8 +17,17 @@ from bridge_plugins.plugins.edits import NsysNotFoundError, NsysNotFoundWarning,
 from bridge_plugins.plugins.fault_tolerance import FaultTolerancePlugin
 from bridge_plugins.plugins.nsys import NsysPlugin
 from bridge_plugins.plugins.pytorch import PyTorchProfilerPlugin
+from bridge_plugins.plugins.script_args import (
+    FaultTolerancePluginScriptArgs,
+    NsysPluginScriptArgs,
+    PyTorchProfilerPluginScriptArgs,
+    _default_fault_tolerance_converter,
+    _default_nsys_converter,
+    _default_pytorch_profiler_converter,
+)
 from bridge_plugins.plugins.script_overrides import default_script_args_converter
 
+# Megatron Bridge's names (megatron.bridge.recipes.run_plugins), so that its users change one import line.
 __all__ = [
     "NsysPlugin",
     "PyTorchProfilerPlugin",
@@ -27,4 +36,10 @@ __all__ = [
     "NsysNotFoundError",
     "NsysNotFoundWarning",
     "default_script_args_converter",
+    "NsysPluginScriptArgs",
+    "PyTorchProfilerPluginScriptArgs",
+    "FaultTolerancePluginScriptArgs",
+    "_default_nsys_converter",
+    "_default_pytorch_profiler_converter",
+    "_default_fault_tolerance_converter",
 ]

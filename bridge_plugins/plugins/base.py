@@ -19,7 +19,7 @@ from nemo_run.core.execution.launcher import Launcher
 from bridge_plugins.config.profiling import profiling_fields, validate_fields
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.edits import Edit
-from bridge_plugins.plugins.executor_traits import job_dir_seen_by_job
+from bridge_plugins.plugins.executor_traits import argv_fixes, env_value, job_dir_seen_by_job
 from bridge_plugins.plugins.quoting import QuotingChain
 
 
@@ -101,6 +101,7 @@ class ProfilerPlugin(run.Plugin):
         for the second). None means no launcher.
         """
         owner = type(self).__name__
+        job_dir = job_dir_seen_by_job(executor, owner)
         return tasks.plan_profiling(
             owner,
             task,
@@ -108,6 +109,9 @@ class ProfilerPlugin(run.Plugin):
             flag=self._FLAG,
             current=QuotingChain.for_executor(executor, launcher_now, script_arg=True, owner=owner),
             target=QuotingChain.for_executor(executor, launcher_after, script_arg=True, owner=owner),
-            default_output_dir=job_dir_seen_by_job(executor, owner),
+            default_output_dir=job_dir,
             converter=self.script_args_converter_fn,
+            env=executor.env_vars,
+            env_output_dir=None if job_dir is None else env_value(executor, job_dir, owner),
+            route=argv_fixes(executor, launcher_after),
         )

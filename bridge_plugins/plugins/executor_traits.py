@@ -9,6 +9,7 @@ with a clear error (a guess would put artifacts where nobody looks, or quote arg
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,13 +68,18 @@ class ExecutorTraits:
     """nsys report name, when NeMo Run's ``profile_%p`` would repeat across nodes."""
     nsys_gpu_metrics: bool = False
     """NeMo Run honours ``nsys_gpu_metrics``, by wrapping the command in ``bash -c '...'``."""
+    nsys_empty_arg: bool = False
+    """With nsys, NeMo Run appends ``get_nsys_entrypoint()``'s empty postfix to the command as an
+    argument of its own (joined into a shell line elsewhere, where it vanishes)."""
     runs_job_here: bool = False
     """The job runs on the machine that calls ``setup``, with this process's environment: what
     it will execute (the ``nsys`` binary) can be checked now."""
 
 
 TRAITS: dict[type, ExecutorTraits] = {
-    run.LocalExecutor: ExecutorTraits(job_dir=_local_job_dir, delivery="argv", macros=True, runs_job_here=True),
+    run.LocalExecutor: ExecutorTraits(
+        job_dir=_local_job_dir, delivery="argv", macros=True, nsys_empty_arg=True, runs_job_here=True
+    ),
     run.SlurmExecutor: ExecutorTraits(
         job_dir=_slurm_job_dir, delivery="bash", macros=True, nsys_filename=NSYS_SLURM_FILENAME, nsys_gpu_metrics=True
     ),
@@ -128,3 +134,25 @@ def quotes_script_args(launcher: Launcher | None) -> bool:
 
 def is_fault_tolerant(launcher: Launcher | None) -> bool:
     return isinstance(launcher, FaultTolerance)
+
+
+def env_value(executor: run.Executor, value: str, owner: str = "bridge_plugins") -> str:
+    """``value`` encoded for ``executor.env_vars`` so that the job's environment holds it unchanged.
+
+    Executors that write ``export KEY=VALUE`` lines into a shell script (Slurm) need shell quoting;
+    the others hand the value to Popen or docker-py as it is.
+    """
+    return shlex.quote(value) if traits_for(executor, owner).delivery == "bash" else value
+
+
+def argv_fixes(executor: run.Executor, launcher: Launcher | None) -> tuple[str, ...]:
+    """What NeMo Run does to a run.Script's argv on ``executor`` that no shell undoes, as
+    ``UNQUOTE_ARGV`` options: ``--quoted`` (the launcher shell-quotes every arg, and the job is
+    started without a shell), ``--nsys-postfix`` (nsys wraps the job and an empty arg is appended)."""
+    traits = traits_for(executor)
+    if traits.delivery != "argv":
+        return ()
+    fixes = ("--quoted",) if quotes_script_args(launcher) else ()
+    if traits.nsys_empty_arg and launcher is not None and launcher.nsys_profile:
+        fixes += ("--nsys-postfix",)
+    return fixes

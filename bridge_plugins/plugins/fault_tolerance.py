@@ -11,10 +11,10 @@ from bridge_plugins.config import conflicts
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.base import check_bool, check_importable
 from bridge_plugins.plugins.edits import apply, warn
-from bridge_plugins.plugins.executor_traits import peek_launcher
+from bridge_plugins.plugins.executor_traits import argv_fixes, peek_launcher
 from bridge_plugins.plugins.ft_launcher import plan_fault_tolerance
 from bridge_plugins.plugins.quoting import QuotingChain
-from bridge_plugins.plugins.script_args import FaultTolerancePluginScriptArgs
+from bridge_plugins.plugins.script_args import FaultTolerancePluginScriptArgs, _default_fault_tolerance_converter
 
 
 def _check_count(owner: str, name: str, value) -> None:
@@ -91,6 +91,7 @@ class FaultTolerancePlugin(run.Plugin):
             QuotingChain.for_executor(executor, launcher_after, script_arg=True, owner=owner),
             self.ft_values(),
             self.script_args() if isinstance(task, run.Script) else (),
+            route=argv_fixes(executor, launcher_after),
         )
         if launcher_had_nsys or task_had_nsys:
             warn(
@@ -105,7 +106,6 @@ class FaultTolerancePlugin(run.Plugin):
 
     def script_args(self) -> list[str]:
         """The run.Script args for the ``ft`` section (the converter's, or ``ft.<field>=<yaml>``)."""
-        if self.script_args_converter_fn is None:
-            return tasks.default_script_args_converter(self.ft_values(), section=tasks.FT)
-        raw = self.script_args_converter_fn(FaultTolerancePluginScriptArgs.from_values(self.ft_values()))
+        converter = self.script_args_converter_fn or _default_fault_tolerance_converter
+        raw = converter(FaultTolerancePluginScriptArgs.from_values(self.ft_values()))
         return tasks.checked_converter_output(type(self).__name__, raw)

@@ -13,6 +13,9 @@ from bridge_plugins.plugins.edits import apply, warn
 from bridge_plugins.plugins.executor_traits import is_fault_tolerant, peek_launcher
 from bridge_plugins.plugins.nsys_launcher import plan_nsys, validate_nsys_extra_args, validate_nsys_trace
 
+DEFAULT_NSYS_TRACE = ("nvtx", "cuda")
+"""What nsys traces when ``nsys_trace`` is None (Megatron Bridge's default)."""
+
 
 @dataclass(kw_only=True)
 class NsysPlugin(ProfilerPlugin):
@@ -24,8 +27,8 @@ class NsysPlugin(ProfilerPlugin):
     Under ``run.FaultTolerance`` (ft_launcher) nsys is disabled with a warning.
     """
 
-    nsys_trace: list[str] = field(default_factory=lambda: ["nvtx", "cuda"])
-    """APIs to trace (nsys ``-t``)."""
+    nsys_trace: list[str] | None = None
+    """APIs to trace (nsys ``-t``); None means ``DEFAULT_NSYS_TRACE``, as in Megatron Bridge."""
     nsys_extra_args: list[str] = field(default_factory=list)
     """Extra nsys options; a flag given here replaces NeMo Run's default for the same flag.
     Quoted for the executor's shell; control characters (a newline) are refused."""
@@ -38,8 +41,9 @@ class NsysPlugin(ProfilerPlugin):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        validate_nsys_trace(owner, self.nsys_trace)
-        self.nsys_trace = list(self.nsys_trace)
+        if self.nsys_trace is not None:
+            validate_nsys_trace(owner, self.nsys_trace)
+            self.nsys_trace = list(self.nsys_trace)
         validate_nsys_extra_args(owner, self.nsys_extra_args)
         self.nsys_extra_args = list(self.nsys_extra_args)
         check_bool(owner, "nsys_gpu_metrics", self.nsys_gpu_metrics)
@@ -58,7 +62,7 @@ class NsysPlugin(ProfilerPlugin):
         executor_edit, launcher_after = plan_nsys(
             owner,
             executor,
-            trace=self.nsys_trace,
+            trace=DEFAULT_NSYS_TRACE if self.nsys_trace is None else self.nsys_trace,
             extra_args=self.nsys_extra_args,
             gpu_metrics=self.nsys_gpu_metrics,
             profile_ranks=self.profile_ranks,

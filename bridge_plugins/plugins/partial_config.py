@@ -96,17 +96,19 @@ def plan_section(
     values: Mapping[str, Any],
     fallback: type | None = None,
     validate: Callable[[dict], None] | None = None,
+    optional: frozenset = frozenset(),
 ) -> tuple[Edit, dict[str, Any]]:
     """Replace ``container.<section>`` by ``run.Config(cls, **(explicit fields | values))``.
 
     Values for fields the section class does not declare (a foreign ProfilingConfig, e.g.
-    Megatron Bridge's) are dropped with a warning. Returns the edit and the merged fields.
+    Megatron Bridge's) are dropped with a warning, silently for the ``optional`` ones (a plugin's
+    own settings left at their defaults). Returns the edit and the merged fields.
     """
     cls = _section_class(container.__fn_or_cls__, section, fallback)
     if cls is None:
         raise TypeError(f"{owner}: cannot tell the class of {container.__fn_or_cls__.__name__}.{section}")
     known = {f.name for f in dataclasses.fields(cls)}
-    dropped = sorted(k for k in values if k not in known)
+    dropped = sorted(k for k in values if k not in known and k not in optional)
     if dropped:
         warn(f"{owner}: {cls.__module__}.{cls.__qualname__} has no field(s) {dropped}; not set")
     merged = {**read_section(container, section), **{k: v for k, v in values.items() if k in known}}

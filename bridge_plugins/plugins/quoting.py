@@ -103,8 +103,8 @@ class QuotingChain:
         launcher_quotes = script_arg and quotes_script_args(launcher)
         macros = ("macros",) if traits.macros else ()
         if traits.delivery == "argv":
-            # Popen, no shell. NeMo Run's quotes cannot be undone here: the program receives
-            # shell-safe args unchanged and others in one layer of shell quotes (the job unquotes).
+            # Popen, no shell. NeMo Run's quotes (torchrun, ft_launcher) reach the job; a plugin
+            # routes it through runtime/entry/unquote_argv.py, which undoes them (argv_fixes).
             return cls(macros)
         if traits.delivery == "docker":
             return cls(("no_single_quote", "double_quoted") if launcher_quotes else ("shell", "double_quoted"))

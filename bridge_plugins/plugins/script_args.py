@@ -11,6 +11,11 @@ ours keeps working unchanged.
 
 One difference on purpose: ``profile_ranks`` may be ``[]`` (every rank); Megatron Bridge turns
 ``[]`` into ``[0]`` before a converter sees it, which makes "every rank" unreachable.
+
+The ``_default_*_converter`` functions carry Megatron Bridge's names and write its keys in its
+order, byte for byte for the values its plugins can hold (a string that is not a plain word is
+quoted, see ``override_value``): they are what a plugin sends by default, with our own keys
+appended by ``tasks`` only when set to something other than their default.
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from bridge_plugins.config.conflicts import NSYS as NSYS_SWITCH
+from bridge_plugins.config.conflicts import PYTORCH as PYTORCH_SWITCH
+from bridge_plugins.config.override_values import override_value
 
 
 class _ScriptArgs(Mapping):
@@ -80,5 +89,38 @@ class FaultTolerancePluginScriptArgs(_ScriptArgs):
 
 def for_profiling(values: Mapping[str, Any]) -> _ScriptArgs:
     """The typed arguments for a profiler plugin's values (which profiler is read from the values)."""
-    cls = NsysPluginScriptArgs if values.get("use_nsys_profiler") else PyTorchProfilerPluginScriptArgs
+    cls = NsysPluginScriptArgs if values.get(NSYS_SWITCH) else PyTorchProfilerPluginScriptArgs
     return cls.from_values(values)
+
+
+MB_PROFILING_KEYS = frozenset(
+    [NSYS_SWITCH, PYTORCH_SWITCH]
+    + [f.name for cls in (NsysPluginScriptArgs, PyTorchProfilerPluginScriptArgs) for f in dataclasses.fields(cls)]
+)
+"""The profiling keys Megatron Bridge's plugins send (every one is a field of its ProfilingConfig)."""
+
+
+def _overrides(section: str, args: _ScriptArgs, keys: list[str], switch: str = "") -> list[str]:
+    head = [f"{section}.{switch}=true"] if switch else []
+    return head + [f"{section}.{k}={override_value(getattr(args, k))}" for k in keys]
+
+
+def _default_nsys_converter(args: NsysPluginScriptArgs) -> list[str]:
+    """Megatron Bridge's default for NsysPlugin: ``profiling.use_nsys_profiler=true`` and its fields."""
+    return _overrides("profiling", args, [f.name for f in dataclasses.fields(NsysPluginScriptArgs)], NSYS_SWITCH)
+
+
+def _default_pytorch_profiler_converter(args: PyTorchProfilerPluginScriptArgs) -> list[str]:
+    """Megatron Bridge's default for PyTorchProfilerPlugin: ``profiling.use_pytorch_profiler=true`` and its fields."""
+    fields = [f.name for f in dataclasses.fields(PyTorchProfilerPluginScriptArgs)]
+    return _overrides("profiling", args, fields, PYTORCH_SWITCH)
+
+
+def _default_fault_tolerance_converter(args: FaultTolerancePluginScriptArgs) -> list[str]:
+    """Megatron Bridge's default for FaultTolerancePlugin: ``ft.enable_ft_package`` and ``ft.calc_ft_timeouts``."""
+    return _overrides("ft", args, [f.name for f in dataclasses.fields(FaultTolerancePluginScriptArgs)])
+
+
+def default_converter_for(values: Mapping[str, Any]):
+    """The profiler plugin's default converter for ``values`` (which profiler is read from the values)."""
+    return _default_nsys_converter if values.get(NSYS_SWITCH) else _default_pytorch_profiler_converter

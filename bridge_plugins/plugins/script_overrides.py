@@ -11,6 +11,7 @@ nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import nemo_run as run
@@ -47,7 +48,7 @@ def _parse_override(arg: str) -> tuple[str, Any] | None:
 def script_overrides(task: run.Script, chain: QuotingChain) -> dict[str, Any]:
     """The task's existing ``key=value`` args, decoded with ``chain`` (later args win)."""
     out: dict[str, Any] = {}
-    for arg in task.args:
+    for arg in own_args(task):
         decoded = chain.decode_or_none(arg)
         parsed = _parse_override(decoded) if decoded is not None else None
         if parsed:
@@ -105,10 +106,49 @@ def reencoded(
     return out
 
 
-def plan_script_args(task: run.Script, new_args: list[str]) -> Edit:
-    """Set the Script's args to ``new_args`` (computed beforehand)."""
+UNQUOTE_ARGV = str(Path(__file__).resolve().parents[1] / "runtime" / "entry" / "unquote_argv.py")
+"""The job-side file that undoes what NeMo Run does to a LocalExecutor job's argv (run by path)."""
+ROUTE_OPTIONS = ("--quoted", "--nsys-postfix")
+"""UNQUOTE_ARGV's options, in this order: see ``executor_traits.argv_fixes``."""
+
+
+def split_route(task: run.Script) -> tuple[list[str] | None, list[str]]:
+    """``(route head, the script's own args)``; the head is None when the task is not routed."""
+    args = list(task.args)
+    if task.path != UNQUOTE_ARGV:
+        return None, args
+    i = 0
+    while i < len(args) and args[i] in ROUTE_OPTIONS:
+        i += 1
+    end = i + (2 if args[i : i + 1] == ["-m"] else 1)
+    return args[:end], args[end:]
+
+
+def own_args(task: run.Script) -> list[str]:
+    """The script's own args, without a route's head."""
+    return split_route(task)[1]
+
+
+def plan_script_args(task: run.Script, new_args: list[str], route: Sequence[str] = ()) -> Edit:
+    """Set the Script's own args to ``new_args`` (computed beforehand, from ``own_args``).
+
+    ``route``: the fixes the job's argv needs (``executor_traits.argv_fixes``); when there are any,
+    the job starts through ``UNQUOTE_ARGV``, which applies them: ``python -m M A`` becomes
+    ``python unquote_argv.py --quoted -m M A``. A routed task is re-routed with the fixes of now
+    (a later plugin may change the launcher), and un-routed when none are left. Python
+    entrypoints only: a non-Python program is left as NeMo Run starts it.
+    """
 
     def edit() -> None:
-        task.args = new_args
+        head, _ = split_route(task)
+        if head is not None:
+            target = [a for a in head if a not in ROUTE_OPTIONS]
+            task.path, task.m = (target[1], True) if target[0] == "-m" else (target[0], False)
+        if route and task.entrypoint == "python":
+            target = ["-m", task.path] if task.m else [task.path]
+            task.path, task.m = UNQUOTE_ARGV, False
+            task.args = [*route, *target, *new_args]
+        else:
+            task.args = list(new_args)
 
     return edit

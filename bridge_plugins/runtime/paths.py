@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bridge_plugins.config.profiling import DEFAULT_OUTPUT_DIR, ProfilingConfig
+from bridge_plugins.config.profiling import DEFAULT_OUTPUT_DIR, OUTPUT_DIR_ENV, ProfilingConfig
 
 
 def _expand(field: str, value: str) -> Path:
@@ -25,8 +25,9 @@ def _expand(field: str, value: str) -> Path:
 
 
 def resolve_output_dir(cfg: ProfilingConfig) -> Path:
-    """output_dir (./profiling when None) as an absolute path; it may not exist yet."""
-    value = cfg.output_dir or DEFAULT_OUTPUT_DIR
+    """output_dir (when None: $BRIDGE_PLUGINS_OUTPUT_DIR, else ./profiling) as an absolute path; it may
+    not exist yet."""
+    value = cfg.output_dir or os.environ.get(OUTPUT_DIR_ENV) or DEFAULT_OUTPUT_DIR
     path = _expand("output_dir", value)
     try:
         path = path.resolve()

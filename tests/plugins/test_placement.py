@@ -328,7 +328,9 @@ def test_a_new_executor_is_one_table_entry(tmp_path, monkeypatch):
     assert cfg.profiling.output_dir == "/o/$HOME it's" and cfg.profiling.use_pytorch_profiler is True
     task = tiny_gpt_script()
     PyTorchProfilerPlugin().setup(task, executor)
-    assert parse_overrides([shlex.split(a)[0] for a in task.args]).profiling.output_dir == "/workspace/job"
+    # The job dir travels in the environment (Megatron Bridge's parser rejects a profiling.output_dir key).
+    assert parse_overrides([shlex.split(a)[0] for a in task.args]).profiling.output_dir is None
+    assert executor.env_vars["BRIDGE_PLUGINS_OUTPUT_DIR"] == "/workspace/job"
 
 
 # ------------------------------------------------------------------------------------------------

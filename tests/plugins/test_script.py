@@ -11,6 +11,7 @@ import pytest
 from bridge_plugins import ProfilingConfig, PyTorchProfilerPlugin
 from bridge_plugins.config.override_values import override_value
 from bridge_plugins.plugins import ProfilingPluginWarning
+from bridge_plugins.plugins.nemo_run_compat import dryrun_request
 from bridge_plugins.plugins.quoting import QuotingChain
 from recipes.overrides import parse_overrides
 from recipes.tiny_gpt import tiny_gpt_script
@@ -32,14 +33,12 @@ from tests.support import run_docker_command, run_sbatch_command, srun_line
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
 
-EXPECTED_NSYS_OVERRIDES = [
+EXPECTED_NSYS_OVERRIDES = [  # Megatron Bridge's keys, order and format: its parser accepts them
     "profiling.use_nsys_profiler=true",
-    "profiling.use_pytorch_profiler=false",
     "profiling.profile_step_start=10",
     "profiling.profile_step_end=15",
     "profiling.profile_ranks=[0,1]",
     "profiling.record_shapes=false",
-    "profiling.nvtx_per_op=false",
 ]
 
 
@@ -48,11 +47,12 @@ def test_script_local_overrides_exact_and_parse_back():
     job = exp.jobs[0]
     jd = job.executor.job_dir
     tail = script_tail(local_argv(job))
-    assert tail == ["train.train_iters=8", *EXPECTED_NSYS_OVERRIDES, f'profiling.output_dir="{jd}"', ""]
+    assert tail == ["train.train_iters=8", *EXPECTED_NSYS_OVERRIDES, ""]
+    assert dryrun_request(job).role_params["job"][0].env["BRIDGE_PLUGINS_OUTPUT_DIR"] == jd
     cfg = parse_overrides(tail)
     assert cfg.train.train_iters == 8
     assert cfg.profiling == ProfilingConfig(
-        use_nsys_profiler=True, profile_step_start=10, profile_step_end=15, profile_ranks=[0, 1], output_dir=jd
+        use_nsys_profiler=True, profile_step_start=10, profile_step_end=15, profile_ranks=[0, 1]
     )
 
 
@@ -95,13 +95,20 @@ def test_script_awkward_path_through_docker_command(launcher, tmp_path):
     assert cfg.profiling.output_dir != "/nemo_run"
 
 
-def test_script_local_torchrun_args_arrive_shell_quoted():
+def test_script_local_torchrun_args_are_unquoted_before_the_job(tmp_path):
     """NeMo Run's torchrun component shlex-quotes script args and LocalExecutor runs them without a
-    shell: any arg that needs quoting reaches the program wrapped in quotes. The plugin cannot
-    undo that (see the e2e test); this pins the behaviour so a NeMo Run change is noticed."""
+    shell: torchrun's argv holds the quotes (pinned here, so a NeMo Run change is noticed); the
+    plugin routes the job through unquote_argv.py, so the job's sys.argv does not."""
+    from bridge_plugins.plugins.script_overrides import UNQUOTE_ARGV
+    from tests.plugins.job_argv import job_argv
+
     exp = dryrun(tiny_gpt_script(), run.LocalExecutor(ntasks_per_node=2, launcher="torchrun"), [user_nsys_plugin()])
-    tail = script_tail(local_argv(exp.jobs[0]))
+    argv = local_argv(exp.jobs[0])
+    route = argv.index("-m")
+    assert "torchrun" in argv and argv[route - 3 : route] == [UNQUOTE_ARGV, "--quoted", "--nsys-postfix"]
+    tail = script_tail(argv)
     assert "'profiling.profile_ranks=[0,1]'" in tail and "profiling.use_nsys_profiler=true" in tail
+    assert job_argv(exp.jobs[0], tmp_path) == EXPECTED_NSYS_OVERRIDES  # nor the empty arg NeMo Run appends
 
 
 def test_custom_converter_replaces_default_and_is_encoded_per_executor():
