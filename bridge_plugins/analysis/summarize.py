@@ -41,6 +41,7 @@ import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from bridge_plugins.analysis.analyzers.all import analyze
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.reader import TraceError, read_trace
@@ -49,6 +50,7 @@ from bridge_plugins.analysis.trace.stragglers import cross_rank
 from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs, rank_from_name
 
 SCHEMA = "bridge-plugins.summary/1"
+SCHEMA_VERSION = 2  # bumped when a field changes meaning or goes; new fields do not bump it
 
 
 def _rank(header: dict, path: Path):
@@ -78,6 +80,7 @@ def summarize_trace(path: Path) -> dict:
         "gpu": gpu_breakdown.breakdown(d, keep, types),
         "top_cpu_ops": ops.ranked(ops.cpu_ops(d), "self_us"),
         "top_gpu_kernels": ops.ranked(ops.gpu_kernels(d, keep, types), "total_us"),
+        "analyses": analyze(d, keep, types),
     }
 
 
@@ -128,6 +131,7 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10) -> dict:
     return with_top(
         {
             "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
             "inputs": [str(p) for p in paths],
             "traces": traces,
             "cross_rank": cross_rank(traces),
@@ -144,7 +148,12 @@ def with_top(summary: dict, top: int | None) -> dict:
     if top is None:
         return summary
     traces = [
-        {**t, "top_cpu_ops": t["top_cpu_ops"][:top], "top_gpu_kernels": t["top_gpu_kernels"][:top]}
+        {
+            **t,
+            "top_cpu_ops": t["top_cpu_ops"][:top],
+            "top_gpu_kernels": t["top_gpu_kernels"][:top],
+            "analyses": t["analyses"].cut(top),
+        }
         for t in summary["traces"]
     ]
     return {**summary, "traces": traces}

@@ -6,9 +6,9 @@ line each, on stderr and in the JSON's ``problems``); 2 when nothing could be re
 
 from __future__ import annotations
 
-import json
 import sys
 
+from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.text.summary import console, print_summary
 from bridge_plugins.cli import UsageError, add_top, top_rows
@@ -44,7 +44,7 @@ def run(args) -> int:
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     if args.json:
-        print(json.dumps(s, indent=1))
+        print(dumps(s))
     else:
         print_summary(s, console())
     print_problems(s["problems"], "summary")

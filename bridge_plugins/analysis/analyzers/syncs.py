@@ -1,0 +1,110 @@
+"""Where the host waits for the GPU: stream/device/event synchronizations, blocking copies and
+``.item()``-style reads of a GPU value (``aten::_local_scalar_dense``), with count per step and
+the Python stack (or operator stack) where each was recorded.
+
+Each such wait stops the CPU from queuing more work, so the GPU runs dry after it: the cost is
+the wait itself plus the refill.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bridge_plugins.analysis.analyzers.threads import columns, enclosing
+from bridge_plugins.analysis.trace.collect import Collected
+from bridge_plugins.analysis.trace.gpu_events import CpuCalls
+
+SYNC_CALLS = frozenset(
+    {
+        "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",  # the blocking copy (cudaMemcpyAsync is not)
+        "hipStreamSynchronize",
+        "hipDeviceSynchronize",
+        "hipEventSynchronize",
+        "hipMemcpy",
+    }
+)
+SCALAR_READS = frozenset({"aten::_local_scalar_dense"})  # what .item(), bool(t), int(t) call
+STACK_DEPTH = 8
+EXAMPLES = 200  # stacks looked up per trace (the first ones), enough to name the sites
+
+
+@dataclass
+class SyncSite:
+    stack: list[str]  # outermost first, at most STACK_DEPTH frames
+    count: int
+    total_us: float
+
+
+@dataclass
+class SyncPoints:
+    count: int
+    total_us: float
+    by_name: dict[str, int]
+    per_step: dict[int, int]  # ProfilerStep number -> syncs started inside it
+    sites: list[SyncSite] = field(default_factory=list)  # by count
+    note: str | None = None
+
+
+def _events(d: Collected, calls: CpuCalls) -> tuple[list[tuple[float, float, int, tuple]], dict[str, int]]:
+    """(ts, dur, name id, thread key) of every sync, and counts by name."""
+    out, by_name = [], defaultdict(int)
+    sync_ids = [i for i, n in enumerate(d.names) if n in SYNC_CALLS]
+    if sync_ids and len(calls.name):
+        for i in np.flatnonzero(np.isin(calls.name, sync_ids)).tolist():
+            out.append((float(calls.ts[i]), float(calls.dur[i]), int(calls.name[i]), d.threads[int(calls.thread[i])]))
+    read_ids = [i for i, n in enumerate(d.names) if n in SCALAR_READS]
+    if read_ids:
+        for key, arrays in d.ops.items():
+            name = np.frombuffer(arrays[2], np.int64)
+            for i in np.flatnonzero(np.isin(name, read_ids)).tolist():
+                out.append((arrays[0][i], arrays[1][i], arrays[2][i], key))
+    for _, _, n, _ in out:
+        by_name[d.names[n]] += 1
+    return sorted(out), dict(by_name)
+
+
+def _stack(d: Collected, key: tuple, t: float, cache: dict) -> list[str]:
+    table = d.py if key in d.py else d.ops
+    if key not in table:
+        return []
+    cols = cache.get(key)
+    if cols is None:
+        cols = cache[key] = columns(table[key])
+    starts, ends, names = cols
+    frames = [d.names[i] for i in names[enclosing(starts, ends, t)].tolist()]
+    return frames[-STACK_DEPTH:]
+
+
+def sync_points(d: Collected, calls: CpuCalls, steps: dict[int, tuple[float, float]]) -> SyncPoints:
+    events, by_name = _events(d, calls)
+    per_step = {n: 0 for n in steps}
+    for ts, _, _, _ in events:
+        for n, (start, dur) in steps.items():
+            if start <= ts <= start + dur:
+                per_step[n] += 1
+    sites: dict[tuple, list[float]] = {}
+    cache: dict = {}
+    for ts, dur, name, key in events[:EXAMPLES]:
+        stack = tuple(_stack(d, key, ts, cache)) or (d.names[name],)
+        if stack[-1] != d.names[name]:
+            stack = (*stack, d.names[name])[-STACK_DEPTH:]
+        site = sites.setdefault(stack, [0, 0.0])
+        site[0] += 1
+        site[1] += dur
+    note = None
+    if len(events) > EXAMPLES:
+        note = f"stacks from the first {EXAMPLES} of {len(events)} synchronizations"
+    return SyncPoints(
+        count=len(events),
+        total_us=float(sum(e[1] for e in events)),
+        by_name=by_name,
+        per_step=per_step,
+        sites=sorted((SyncSite(list(k), int(v[0]), float(v[1])) for k, v in sites.items()), key=lambda s: -s.count),
+        note=note,
+    )
