@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bridge_plugins.analysis.analyzers.all import analyze
+from bridge_plugins.analysis.findings.run import rank_findings
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.reader import TraceError, read_trace
@@ -128,18 +129,18 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10) -> dict:
     memory = _memory(found.snapshots, found)
     if not traces and (memory is None or memory.get("files") == []):  # files: snapshots the memory module read
         raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems))
-    return with_top(
-        {
-            "schema": SCHEMA,
-            "schema_version": SCHEMA_VERSION,
-            "inputs": [str(p) for p in paths],
-            "traces": traces,
-            "cross_rank": cross_rank(traces),
-            "memory": memory,
-            "problems": found.problems,
-        },
-        top,
-    )
+    summary = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "inputs": [str(p) for p in paths],
+        "findings": [],
+        "traces": traces,
+        "cross_rank": cross_rank(traces),
+        "memory": memory,
+        "problems": found.problems,
+    }
+    summary["findings"] = rank_findings(summary)
+    return with_top(summary, top)
 
 
 def with_top(summary: dict, top: int | None) -> dict:

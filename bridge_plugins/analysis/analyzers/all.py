@@ -18,6 +18,7 @@ from bridge_plugins.analysis.analyzers.kernel_breakdown import KernelBreakdown, 
 from bridge_plugins.analysis.analyzers.launches import LaunchStats, launch_stats
 from bridge_plugins.analysis.analyzers.overlap import Overlap, overlap
 from bridge_plugins.analysis.analyzers.queue import QueueLength, queue_length
+from bridge_plugins.analysis.analyzers.step_detail import StepDetail, step_details
 from bridge_plugins.analysis.analyzers.syncs import SyncPoints, sync_points
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_events import cpu_calls, gpu_events
@@ -35,6 +36,7 @@ class TraceAnalyses:
     kernels: KernelBreakdown | None
     attribution: Attribution | None
     syncs: SyncPoints
+    steps: list[StepDetail]
     note: str | None = None  # why the GPU analyses are None
 
     def cut(self, top: int | None) -> TraceAnalyses:
@@ -57,9 +59,11 @@ def step_intervals(d: Collected) -> dict[int, tuple[float, float]]:
 def analyze(d: Collected, keep: np.ndarray, types: list[str]) -> TraceAnalyses:
     """All analyses of one trace (every kernel and owner: see ``TraceAnalyses.cut``)."""
     calls = cpu_calls(d)
-    syncs = sync_points(d, calls, step_intervals(d))
+    intervals = step_intervals(d)
+    syncs = sync_points(d, calls, intervals)
     if not keep.any():
-        return TraceAnalyses(None, None, None, None, None, None, None, syncs, NO_GPU)
+        steps = step_details(d, calls, None, intervals, syncs.per_step)
+        return TraceAnalyses(None, None, None, None, None, None, None, syncs, steps, NO_GPU)
     g = gpu_events(d, keep, types, calls)
     return TraceAnalyses(
         overlap=overlap(g),
@@ -70,4 +74,5 @@ def analyze(d: Collected, keep: np.ndarray, types: list[str]) -> TraceAnalyses:
         kernels=kernel_breakdown(g, d.names),
         attribution=attribution(d, g, calls),
         syncs=syncs,
+        steps=step_details(d, calls, g, intervals, syncs.per_step),
     )

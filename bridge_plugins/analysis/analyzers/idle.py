@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import GPU_OTHER
+from bridge_plugins.analysis.trace.gpu_breakdown import COMPUTATION
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 KERNEL_WAIT_US = 30.0  # HTA's consecutive_kernel_delay
@@ -24,6 +25,8 @@ CATEGORIES = ("host_wait", "kernel_wait", "other")
 @dataclass
 class StreamIdle:
     stream: int
+    busy_us: float  # summed durations of its events
+    computation_us: float  # of which computation kernels: the stream the model runs on has most
     idle_us: float
     host_wait_us: float
     kernel_wait_us: float
@@ -39,7 +42,8 @@ class IdleBreakdown:
     note: str | None = None
 
 
-def _stream(stream: int, ts, end, launch_ts) -> StreamIdle:
+def _stream(stream: int, ts, end, launch_ts, computation) -> StreamIdle:
+    busy, comp = float((end - ts).sum()), float((end - ts)[computation].sum())
     prev_end = end[:-1]
     gap = ts[1:] - prev_end
     host = launch_ts[1:] > prev_end  # NaN (no launch found) compares False, as in HTA
@@ -47,7 +51,7 @@ def _stream(stream: int, ts, end, launch_ts) -> StreamIdle:
     parts = [float(gap[host].sum()), float(gap[kernel].sum()), float(gap[~host & ~kernel].sum())]
     total = sum(parts)
     pct = [100.0 * p / total if total else None for p in parts]
-    return StreamIdle(stream, total, *parts, *pct)
+    return StreamIdle(stream, busy, comp, total, *parts, *pct)
 
 
 def idle_breakdown(g: GpuEvents, calls: CpuCalls) -> IdleBreakdown:
@@ -58,7 +62,7 @@ def idle_breakdown(g: GpuEvents, calls: CpuCalls) -> IdleBreakdown:
     out = []
     for s in np.unique(g.stream[real]).tolist():
         m = real & (g.stream == s)  # g is sorted by start already
-        out.append(_stream(int(s), g.ts[m], g.end[m], launch_ts[m]))
+        out.append(_stream(int(s), g.ts[m], g.end[m], launch_ts[m], g.kind[m] == COMPUTATION))
     note = (
         None if (g.launch[real] >= 0).any() else "no CPU launch calls matched: every gap counts as kernel or other wait"
     )

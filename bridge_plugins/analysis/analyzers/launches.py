@@ -29,6 +29,7 @@ class LaunchStats:
     gpu_duration_us: Distribution
     launch_delay_us: Distribution
     shorter_on_gpu: int  # kernels that ran for less time than their launch call took
+    launch_overhead_us: float  # over those kernels: launch call time minus GPU time
     slow_launch_calls: int  # CPU launch calls over RUNTIME_CUTOFF_US
     delayed_launches: int  # launch delay over LAUNCH_DELAY_CUTOFF_US
     note: str | None = None
@@ -55,6 +56,7 @@ def launch_stats(g: GpuEvents, calls: CpuCalls, names: list[str]) -> LaunchStats
         gpu_duration_us=describe(gpu_dur),
         launch_delay_us=describe(delay),
         shorter_on_gpu=int((gpu_dur < cpu_dur).sum()),
+        launch_overhead_us=float(np.maximum(cpu_dur - gpu_dur, 0.0).sum()),
         slow_launch_calls=int((cpu_dur > RUNTIME_CUTOFF_US).sum()),
         delayed_launches=int((delay > LAUNCH_DELAY_CUTOFF_US).sum()),
         note=None if m.any() else "no GPU event matched a CPU launch call (trace without cuda_runtime events?)",
