@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bridge_plugins.analysis.analyzers.threads import columns, enclosing
+from bridge_plugins.analysis.analyzers.threads import columns, enclosing, outermost
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls
 
@@ -62,22 +62,55 @@ def _events(d: Collected, calls: CpuCalls) -> tuple[list[tuple[float, float, int
     if read_ids:
         for key, arrays in d.ops.items():
             name = np.frombuffer(arrays[2], np.int64)
-            for i in np.flatnonzero(np.isin(name, read_ids)).tolist():
-                out.append((arrays[0][i], arrays[1][i], arrays[2][i], key))
+            reads = np.flatnonzero(np.isin(name, read_ids))
+            if len(reads):
+                out += [(arrays[0][i], arrays[1][i], arrays[2][i], key) for i in _waiting(d, calls, key, arrays, reads)]
     for _, _, n, _ in out:
         by_name[d.names[n]] += 1
     return sorted(out), dict(by_name)
 
 
+def _waiting(d: Collected, calls: CpuCalls, key: tuple, arrays, reads: np.ndarray) -> list[int]:
+    """The scalar reads that make the host wait on a device.
+
+    On a GPU trace, those that issued a CUDA call (the device-to-host copy and its sync): a read
+    of a host tensor (e.g. the optimizer's step counters) issues none. On a CPU-only trace nothing
+    waits, so count the reads that would on a GPU: all but those inside ``Optimizer.step`` (its
+    step counters live on the host in GPU runs too).
+    """
+    ts, dur = np.frombuffer(arrays[0], np.float64)[reads], np.frombuffer(arrays[1], np.float64)[reads]
+    if len(d.gpu_ts):
+        thread = d.threads.index(key) if key in d.threads else -1
+        t = np.sort(calls.ts[calls.thread == thread])
+        first = np.searchsorted(t, ts)
+        has_call = (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur)
+        return reads[has_call].tolist()
+    optimizer = [i for i, n in enumerate(d.names) if n.startswith("Optimizer.step")]
+    inside = np.zeros(len(ts), dtype=bool)
+    for table in (d.ops, d.annotations):  # torch records Optimizer.step as a record_function
+        if key in table:
+            starts, ends, names = columns(table[key])
+            m = np.isin(names, optimizer)
+            if m.any():
+                inside |= outermost(starts[m], ends[m], ts) >= 0
+    return reads[~inside].tolist()
+
+
 def _stack(d: Collected, key: tuple, t: float, cache: dict) -> list[str]:
-    table = d.py if key in d.py else d.ops
-    if key not in table:
-        return []
+    """Python frames at time t on the thread when recorded (with_stack), else its annotations and operators."""
     cols = cache.get(key)
     if cols is None:
-        cols = cache[key] = columns(table[key])
+        tables = [d.py] if key in d.py else [d.annotations, d.ops]
+        parts = [columns(table[key]) for table in tables if key in table]
+        if not parts:
+            return []
+        starts, ends, names = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        order = np.lexsort((starts - ends, starts))  # by start, the enclosing one first
+        cols = cache[key] = (starts[order], ends[order], names[order])
     starts, ends, names = cols
-    frames = [d.names[i] for i in names[enclosing(starts, ends, t)].tolist()]
+    frames = [
+        d.names[i] for i in names[enclosing(starts, ends, t)].tolist() if not d.names[i].startswith("ProfilerStep#")
+    ]
     return frames[-STACK_DEPTH:]
 
 

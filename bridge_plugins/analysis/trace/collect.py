@@ -75,6 +75,8 @@ class Collected:
     ops: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
     # Python frames (``python_function``, traces recorded with_stack) per thread, same layout
     py: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
+    # record_function spans (``user_annotation``: ProfilerStep#N, Optimizer.step...) per thread
+    annotations: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
     step_ts: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> start (us)
 
 
@@ -150,6 +152,8 @@ class Collector:
             self._on_thread(d.ops, e, name, ts, dur)
         elif cat == "python_function":
             self._on_thread(d.py, e, name, ts, dur)
+        elif cat == "user_annotation":
+            self._on_thread(d.annotations, e, name, ts, dur)
 
     def _on_thread(self, table: dict, e: dict, name: str, ts: float, dur: float) -> None:
         key = (_hashable(e.get("pid")), _hashable(e.get("tid")))
