@@ -111,7 +111,7 @@ def test_straggler_real_on_job128_absent_when_the_ranks_are_alike(tmp_path):
     assert f.time_us_per_step == pytest.approx((271973 - (271973 + 210320) / 2) / 2, rel=0.01)
     for name in ("a_rank0.json.gz", "b_rank1.json.gz"):  # the same rank twice: nobody is slower
         shutil.copy(J128[0], tmp_path / name)
-    assert kinds(summarize(sorted(tmp_path.iterdir())), "straggler") == []
+    assert kinds(summarize([tmp_path]), "straggler") == []
 
 
 def test_step_variance_real_on_one_slow_step_absent_when_every_step_is_alike(recipe):
