@@ -20,6 +20,7 @@ from bridge_plugins.analysis.analyzers.overlap import Overlap, overlap
 from bridge_plugins.analysis.analyzers.queue import QueueLength, queue_length
 from bridge_plugins.analysis.analyzers.step_detail import StepDetail, step_details
 from bridge_plugins.analysis.analyzers.syncs import SyncPoints, sync_points
+from bridge_plugins.analysis.analyzers.timeline import StepTimeline, step_timelines
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_events import cpu_calls, gpu_events
 
@@ -37,6 +38,7 @@ class TraceAnalyses:
     attribution: Attribution | None
     syncs: SyncPoints
     steps: list[StepDetail]
+    timelines: list[StepTimeline]  # the median and the slowest step, for the report
     note: str | None = None  # why the GPU analyses are None
 
     def cut(self, top: int | None) -> TraceAnalyses:
@@ -63,8 +65,10 @@ def analyze(d: Collected, keep: np.ndarray, types: list[str]) -> TraceAnalyses:
     syncs = sync_points(d, calls, intervals)
     if not keep.any():
         steps = step_details(d, calls, None, intervals, syncs.per_step)
-        return TraceAnalyses(None, None, None, None, None, None, None, syncs, steps, NO_GPU)
+        timelines = step_timelines(d, None, calls, steps)
+        return TraceAnalyses(None, None, None, None, None, None, None, syncs, steps, timelines, NO_GPU)
     g = gpu_events(d, keep, types, calls)
+    steps = step_details(d, calls, g, intervals, syncs.per_step)
     return TraceAnalyses(
         overlap=overlap(g),
         idle=idle_breakdown(g, calls),
@@ -74,5 +78,6 @@ def analyze(d: Collected, keep: np.ndarray, types: list[str]) -> TraceAnalyses:
         kernels=kernel_breakdown(g, d.names),
         attribution=attribution(d, g, calls),
         syncs=syncs,
-        steps=step_details(d, calls, g, intervals, syncs.per_step),
+        steps=steps,
+        timelines=step_timelines(d, g, calls, steps),
     )
