@@ -14,7 +14,7 @@ import numpy as np
 
 from bridge_plugins.analysis.analyzers.threads import columns
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_events import LAUNCH_CALLS, CpuCalls, GpuEvents, length, union
+from bridge_plugins.analysis.trace.gpu_events import LAUNCH_CALLS, CpuCalls, GpuEvents, union
 
 
 @dataclass
@@ -28,34 +28,52 @@ class StepDetail:
     syncs: int
 
 
-def _covered(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:
-    s, e = np.clip(starts, lo, hi), np.clip(ends, lo, hi)
-    keep = e > s
-    return length(*union(s[keep], e[keep]))
+class _Coverage:
+    """Time covered by a set of intervals inside any window, in O(log n) per window."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray):
+        self.s, self.e = union(starts, ends)
+        self.before = np.concatenate([[0.0], np.cumsum(self.e - self.s)])  # covered time before interval i
+
+    def _upto(self, t: float) -> float:
+        i = int(np.searchsorted(self.s, t, side="right"))  # intervals starting at or before t
+        if i == 0:
+            return 0.0
+        return float(self.before[i - 1] + min(self.e[i - 1], t) - self.s[i - 1])
+
+    def within(self, lo: float, hi: float) -> float:
+        return self._upto(hi) - self._upto(lo)
+
+
+def _count(sorted_times: np.ndarray, lo: float, hi: float) -> int:
+    return int(np.searchsorted(sorted_times, hi) - np.searchsorted(sorted_times, lo))
 
 
 def step_details(
     d: Collected, calls: CpuCalls, g: GpuEvents | None, steps: dict[int, tuple[float, float]], syncs: dict[int, int]
 ) -> list[StepDetail]:
     main = max(d.ops, key=lambda k: len(d.ops[k][0]), default=None)
-    starts, ends, _ = columns(d.ops[main]) if main is not None else (np.zeros(0), np.zeros(0), None)
+    covered = _Coverage(*columns(d.ops[main])[:2]) if main is not None else None
     launch_ids = [i for i, n in enumerate(d.names) if n in LAUNCH_CALLS]
     is_launch = np.isin(calls.name, launch_ids) if launch_ids else np.zeros(len(calls.name), dtype=bool)
-    launch_ts = calls.ts[is_launch]
-    g_launch_ts = calls.ts[g.launch[g.launch >= 0]] if g is not None else np.zeros(0)
-    g_dur = g.dur[g.launch >= 0] if g is not None else np.zeros(0)
+    launch_ts = np.sort(calls.ts[is_launch])
+    has = g.launch >= 0 if g is not None else np.zeros(0, dtype=bool)
+    g_launch_ts = calls.ts[g.launch[has]] if g is not None else np.zeros(0)
+    order = np.argsort(g_launch_ts, kind="stable")
+    g_launch_ts = g_launch_ts[order]
+    gpu_before = np.concatenate([[0.0], np.cumsum(g.dur[has][order] if g is not None else np.zeros(0))])
     out = []
     for n, (start, dur) in steps.items():
         end = start + dur
-        in_step = (g_launch_ts >= start) & (g_launch_ts < end)
+        a, b = np.searchsorted(g_launch_ts, [start, end])
         out.append(
             StepDetail(
                 step=n,
                 start_us=start,
                 duration_us=dur,
-                outside_ops_us=dur - _covered(starts, ends, start, end) if main is not None else None,
-                launches=int(((launch_ts >= start) & (launch_ts < end)).sum()),
-                gpu_us=float(g_dur[in_step].sum()),
+                outside_ops_us=dur - covered.within(start, end) if covered is not None else None,
+                launches=_count(launch_ts, start, end),
+                gpu_us=float(gpu_before[b] - gpu_before[a]),
                 syncs=syncs.get(n, 0),
             )
         )

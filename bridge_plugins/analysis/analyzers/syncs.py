@@ -116,11 +116,11 @@ def _stack(d: Collected, key: tuple, t: float, cache: dict) -> list[str]:
 
 def sync_points(d: Collected, calls: CpuCalls, steps: dict[int, tuple[float, float]]) -> SyncPoints:
     events, by_name = _events(d, calls)
-    per_step = {n: 0 for n in steps}
-    for ts, _, _, _ in events:
-        for n, (start, dur) in steps.items():
-            if start <= ts <= start + dur:
-                per_step[n] += 1
+    times = np.sort(np.array([e[0] for e in events], dtype=np.float64))
+    per_step = {
+        n: int(np.searchsorted(times, start + dur, side="right") - np.searchsorted(times, start, side="left"))
+        for n, (start, dur) in steps.items()
+    }
     sites: dict[tuple, list[float]] = {}
     cache: dict = {}
     for ts, dur, name, key in events[:EXAMPLES]:

@@ -71,11 +71,12 @@ def _cpu_lanes(d: Collected, lo: float, hi: float) -> list[Lane]:
     lanes = []
     for key, arrays in sorted(d.ops.items(), key=lambda kv: -len(kv[1][0])):
         starts, ends, names = columns(arrays)
-        m = (ends > lo) & (starts < hi)
+        m = (ends > lo) & (starts < hi)  # an op enclosing one in the window overlaps it too: depths hold
         if not m.any():
             continue
+        starts, ends, names = starts[m], ends[m], names[m]
         depth = _depths(starts, ends)
-        m &= depth <= MAX_DEPTH
+        m = depth <= MAX_DEPTH
         bars = [
             Bar(max(s, lo) - lo, min(e, hi) - max(s, lo), d.names[n], "cpu_op", int(k))
             for s, e, n, k in zip(
