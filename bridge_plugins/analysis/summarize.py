@@ -1,7 +1,9 @@
 """``summarize(paths)``: every figure of ``bridge-plugins summary``, as one JSON-ready dict.
 
-Schema (``"schema": "bridge-plugins.summary/1"``; times in microseconds, floats; None where a
-figure does not apply). The terminal tables, the HTML report and ``compare`` all read this dict::
+Schema (``"schema": "bridge-plugins.summary/1"``, ``"schema_version": 2``; times in microseconds,
+floats; None where a figure does not apply). The terminal tables, the HTML report and ``compare``
+all read this dict. Version 2 adds ``findings`` (typed Finding objects) and, per trace, ``analyses``
+(a typed TraceAnalyses): docs/analysis-schema.md. Version-1 fields::
 
     {
       "schema": "bridge-plugins.summary/1",
