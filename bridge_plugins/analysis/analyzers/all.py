@@ -25,6 +25,10 @@ from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_events import cpu_calls, gpu_events
 
 NO_GPU = "no GPU events in this trace (CPU-only run)"
+NONE_KEPT = (
+    "{n} GPU events, none launched by a CPU call of the captured steps (the trace has {calls} CPU launch "
+    "calls to match them with): no GPU figures, as HTA would keep none"
+)
 
 
 @dataclass
@@ -66,7 +70,8 @@ def analyze(d: Collected, keep: np.ndarray, types: list[str]) -> TraceAnalyses:
     if not keep.any():
         steps = step_details(d, calls, None, intervals, syncs.per_step)
         timelines = step_timelines(d, None, calls, steps)
-        return TraceAnalyses(None, None, None, None, None, None, None, syncs, steps, timelines, NO_GPU)
+        note = NONE_KEPT.format(n=len(d.gpu_ts), calls=len(d.cpu_corr)) if len(d.gpu_ts) else NO_GPU
+        return TraceAnalyses(None, None, None, None, None, None, None, syncs, steps, timelines, note)
     g = gpu_events(d, keep, types, calls)
     steps = step_details(d, calls, g, intervals, syncs.per_step)
     return TraceAnalyses(

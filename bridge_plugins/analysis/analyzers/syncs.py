@@ -82,6 +82,8 @@ def _waiting(d: Collected, calls: CpuCalls, key: tuple, arrays, reads: np.ndarra
     if len(d.gpu_ts):
         thread = d.threads.index(key) if key in d.threads else -1
         t = np.sort(calls.ts[calls.thread == thread])
+        if len(t) == 0:  # no CUDA call on this thread: none of its reads waited on the device
+            return []
         first = np.searchsorted(t, ts)
         has_call = (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur)
         return reads[has_call].tolist()
