@@ -76,3 +76,43 @@ def test_cpu_only(tmp_path):
     d = _variant(tmp_path, "cpu", lambda e: "stream" not in (e.get("args") or {}))
     t = _answers(d)
     assert t["gpu"] is None and t["analyses"].note == "no GPU events in this trace (CPU-only run)"
+
+
+def test_hostile_names_and_values_reach_no_markup(tmp_path):
+    """Kernel and op names with markup, a 1e300 us kernel, a negative one, a string stream and a
+    10**400-byte copy: diagnose and report finish, quietly, and the page has no script or link out."""
+    import subprocess
+    import sys
+
+    with gzip.open(J128[0]) as fh:
+        trace = json.load(fh)
+    evil = '</title></text><script>alert(1)</script><a href="http://x">'
+    for e in trace["traceEvents"][:3000]:
+        if e.get("cat") in ("kernel", "cpu_op"):
+            e["name"] = evil + e["name"]
+    corr = next(e["args"]["correlation"] for e in trace["traceEvents"] if e.get("cat") == "kernel")
+    extra = [
+        ("hugek", 1e300, 7, {}),
+        ("negk", -5, 7, {}),
+        ("Memcpy HtoD (Pageable -> Device)", 0, "x", {"bytes": 10**400}),
+    ]
+    for name, dur, stream, args in extra:
+        trace["traceEvents"].append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": name,
+                "ts": 1682725898083829,
+                "dur": dur,
+                "args": {"stream": stream, "correlation": corr, **args},
+            }
+        )
+    path = tmp_path / "rank0_steps551-552.pt.trace.json"
+    path.write_text(json.dumps(trace))
+    for args in (["diagnose", "--json"], ["report", "-o", str(tmp_path / "r.html")]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "bridge_plugins", *args, str(path)], capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0 and "Warning" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "<script" not in html and 'href="http://x"' not in html and "&lt;script&gt;" in html

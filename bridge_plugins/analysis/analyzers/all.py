@@ -64,6 +64,11 @@ def step_intervals(d: Collected) -> dict[int, tuple[float, float]]:
 
 def analyze(d: Collected, keep: np.ndarray, types: list[str]) -> TraceAnalyses:
     """All analyses of one trace (every kernel and owner: see ``TraceAnalyses.cut``)."""
+    with np.errstate(all="ignore"):  # a hostile duration (1e300) overflows a square: inf, not a warning
+        return _analyze(d, keep, types)
+
+
+def _analyze(d: Collected, keep: np.ndarray, types: list[str]) -> TraceAnalyses:
     calls = cpu_calls(d)
     intervals = step_intervals(d)
     syncs = sync_points(d, calls, intervals)
