@@ -45,6 +45,7 @@ from pathlib import Path
 
 from bridge_plugins.analysis.analyzers.all import analyze
 from bridge_plugins.analysis.findings.run import rank_findings
+from bridge_plugins.analysis.schema import Summary, TraceSummary
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.reader import TraceError, read_trace
@@ -65,7 +66,7 @@ def _rank(header: dict, path: Path):
     return (rank, "file name", None) if rank is not None else (None, "none (numbered in input order)", None)
 
 
-def summarize_trace(path: Path) -> dict:
+def summarize_trace(path: Path) -> TraceSummary:
     """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
     c = Collector()
     read_trace(path, c.on_header, c.on_event)
@@ -106,14 +107,14 @@ def _memory(snapshots: list[Path], found: Inputs) -> dict | None:
     return out
 
 
-def summarize(paths: Sequence[str | Path], top: int | None = 10) -> dict:
+def summarize(paths: Sequence[str | Path], top: int | None = 10) -> Summary:
     """The summary dict (module docstring) of job directories and/or trace and snapshot files.
 
     Files that cannot be read are listed in ``problems`` and the rest are summarized. Raises
     job.NothingToRead when no input could be read at all. ``top=None`` keeps every op and kernel.
     """
     found = find_inputs(paths)
-    traces = []
+    traces: list[TraceSummary] = []
     for p in found.traces:
         try:
             traces.append(summarize_trace(p))
@@ -131,7 +132,7 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10) -> dict:
     memory = _memory(found.snapshots, found)
     if not traces and (memory is None or memory.get("files") == []):  # files: snapshots the memory module read
         raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems))
-    summary = {
+    summary: Summary = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "inputs": [str(p) for p in paths],
@@ -145,12 +146,12 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10) -> dict:
     return with_top(summary, top)
 
 
-def with_top(summary: dict, top: int | None) -> dict:
+def with_top(summary: Summary, top: int | None) -> Summary:
     """``summary`` with its op and kernel tables cut to their first ``top`` rows (all for None):
     how ``summarize`` applies ``top``, and how a caller holding a full summary gets a shorter one."""
     if top is None:
         return summary
-    traces = [
+    traces: list[TraceSummary] = [
         {
             **t,
             "top_cpu_ops": t["top_cpu_ops"][:top],

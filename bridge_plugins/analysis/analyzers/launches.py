@@ -18,8 +18,15 @@ from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 RUNTIME_CUTOFF_US = 50.0
 LAUNCH_DELAY_CUTOFF_US = 100.0
-_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync")
-_CALLS += ("runFunction - job_prep_and_submit_for_execution",)
+_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "runFunction - job_prep_and_submit_for_execution",
+    }
+)
 
 
 @dataclass

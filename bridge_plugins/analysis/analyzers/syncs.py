@@ -53,7 +53,8 @@ class SyncPoints:
 
 def _events(d: Collected, calls: CpuCalls) -> tuple[list[tuple[float, float, int, tuple]], dict[str, int]]:
     """(ts, dur, name id, thread key) of every sync, and counts by name."""
-    out, by_name = [], defaultdict(int)
+    out: list[tuple[float, float, int, tuple]] = []
+    by_name: defaultdict[str, int] = defaultdict(int)
     sync_ids = [i for i, n in enumerate(d.names) if n in SYNC_CALLS]
     if sync_ids and len(calls.name):
         for i in np.flatnonzero(np.isin(calls.name, sync_ids)).tolist():

@@ -7,7 +7,12 @@ is really the straggler's (see ``straggler``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "exposed_communication"
 MIN_SHARE = 0.10
@@ -22,7 +27,7 @@ ADVICE = [
 ]
 
 
-def check(trace: dict) -> list[Finding]:
+def check(trace: TraceSummary) -> list[Finding]:
     o = trace["analyses"].overlap
     if o is None or not o.communication_us:
         return []
@@ -31,7 +36,9 @@ def check(trace: dict) -> list[Finding]:
     share = base.share(per_step)
     if share is None or share < MIN_SHARE:
         return []
-    comm = [k for k in trace["analyses"].kernels.kernels if k.type == "communication"][:3]
+    comm = [
+        k for k in (trace["analyses"].kernels.kernels if trace["analyses"].kernels else []) if k.type == "communication"
+    ][:3]
     evidence = {
         "exposed_us": o.exposed_us,
         "communication_us": o.communication_us,

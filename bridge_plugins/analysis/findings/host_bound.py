@@ -9,7 +9,12 @@ the training thread spends at least ``MIN_OUTSIDE_SHARE`` of the median step out
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bridge_plugins.analysis.findings.model import Finding, finding, median, step_base, timeline_id
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "host_bound"
 MIN_IDLE_SHARE = 0.20
@@ -31,13 +36,13 @@ INPUT_ADVICE = [
 ]
 
 
-def _busiest_stream(trace: dict):
+def _busiest_stream(trace: TraceSummary):
     """The stream most computation runs on (communication streams wait on others by design)."""
     idle = trace["analyses"].idle
     return max(idle.streams if idle else [], key=lambda s: (s.computation_us, s.busy_us), default=None)
 
 
-def check(trace: dict) -> list[Finding]:
+def check(trace: TraceSummary) -> list[Finding]:
     base, a, rank = step_base(trace), trace["analyses"], trace["rank"]
     if trace["gpu"] is None:
         outside = [s.outside_ops_us for s in a.steps if s.outside_ops_us is not None]

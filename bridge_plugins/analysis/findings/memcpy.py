@@ -7,7 +7,12 @@ the host time blocked in ``cudaMemcpy`` per step.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "memcpy"
 ADVICE = [
@@ -18,7 +23,7 @@ ADVICE = [
 ]
 
 
-def check(trace: dict) -> list[Finding]:
+def check(trace: TraceSummary) -> list[Finding]:
     a, base, rank = trace["analyses"], step_base(trace), trace["rank"]
     kinds = a.bandwidth.kinds if a.bandwidth else []
     pageable = [k for k in kinds if k.pageable]

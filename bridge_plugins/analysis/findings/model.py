@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import TraceSummary
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
 
@@ -42,7 +46,7 @@ class StepBase:
         return per_step_us / self.median_us if self.median_us else None
 
 
-def step_base(trace: dict) -> StepBase:
+def step_base(trace: TraceSummary) -> StepBase:
     st = trace["steps"]
     return StepBase(max(st["count"], 1), st["median_us"])
 
@@ -54,7 +58,7 @@ def finding(
     return Finding(kind, severity(share), title, per_step_us, share, evidence, advice, **kw)
 
 
-def timeline_id(rank: int, which: str = "median") -> str:
+def timeline_id(rank: int | None, which: str = "median") -> str:
     """The report's anchor for a rank's median or slowest step timeline."""
     return f"timeline-rank{rank}-{which}"
 

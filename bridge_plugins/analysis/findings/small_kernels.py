@@ -7,7 +7,12 @@ is the launch overhead not covered by GPU work: for those kernels, launch time m
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "small_kernels"
 MIN_SHORTER = 0.5
@@ -21,7 +26,7 @@ ADVICE = [
 ]
 
 
-def check(trace: dict) -> list[Finding]:
+def check(trace: TraceSummary) -> list[Finding]:
     ls, base, rank = trace["analyses"].launches, step_base(trace), trace["rank"]
     if ls is None or not ls.launches:
         return []
@@ -30,7 +35,7 @@ def check(trace: dict) -> list[Finding]:
         return []
     per_step = base.per_step(ls.launch_overhead_us)
     smallest = sorted(
-        (k for k in trace["analyses"].kernels.kernels if k.calls >= base.steps),
+        (k for k in (trace["analyses"].kernels.kernels if trace["analyses"].kernels else []) if k.calls >= base.steps),
         key=lambda k: (-k.calls, k.mean_us),
     )[:5]
     evidence = {

@@ -9,8 +9,12 @@ time and synchronizations.
 from __future__ import annotations
 
 import statistics
+from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "step_variance"
 MIN_STEPS = 3
@@ -35,7 +39,7 @@ def _differences(slow, typical) -> dict:
     return out
 
 
-def check(trace: dict) -> list[Finding]:
+def check(trace: TraceSummary) -> list[Finding]:
     steps, base, rank = trace["analyses"].steps, step_base(trace), trace["rank"]
     if len(steps) < MIN_STEPS:
         return []

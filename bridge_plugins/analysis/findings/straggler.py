@@ -8,7 +8,12 @@ other rank waits that long in its next collective.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bridge_plugins.analysis.findings.model import Finding, StepBase, finding, timeline_id
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import Summary
 
 KIND = "straggler"
 ADVICE = [
@@ -20,7 +25,7 @@ ADVICE = [
 ]
 
 
-def check(summary: dict) -> list[Finding]:
+def check(summary: Summary) -> list[Finding]:
     out = []
     for group in summary["cross_rank"]:
         medians = group["medians"]

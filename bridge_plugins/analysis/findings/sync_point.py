@@ -8,7 +8,12 @@ bound: the GPU also runs dry while the host refills its queue).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "sync_point"
 ADVICE = [
@@ -20,7 +25,7 @@ ADVICE = [
 ]
 
 
-def check(trace: dict) -> list[Finding]:
+def check(trace: TraceSummary) -> list[Finding]:
     s, base, rank = trace["analyses"].syncs, step_base(trace), trace["rank"]
     in_steps = sum(s.per_step.values())
     if not s.per_step or in_steps < len(s.per_step):
