@@ -39,6 +39,7 @@ See gpu_breakdown (the split and its definitions), stragglers (who is one), step
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -159,5 +160,14 @@ def with_top(summary: Summary, top: int | None) -> Summary:
             "analyses": t["analyses"].cut(top),
         }
         for t in summary["traces"]
+    ]
+    return {**summary, "traces": traces}
+
+
+def without_timelines(summary: Summary) -> Summary:
+    """``summary`` without the step timelines' bars (``summary --json`` leaves them out unless asked:
+    they are most of its size and only the report draws them)."""
+    traces: list[TraceSummary] = [
+        {**t, "analyses": dataclasses.replace(t["analyses"], timelines=[])} for t in summary["traces"]
     ]
     return {**summary, "traces": traces}

@@ -15,7 +15,7 @@ import pytest
 
 from bridge_plugins.analysis.compare import compare
 from bridge_plugins.analysis.jsonable import dumps
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.summarize import summarize, without_timelines
 
 # <repo>/../shared as CI lays it out; BRIDGE_SHARED points elsewhere (a worktree away from shared/)
 FIXTURES = (
@@ -104,6 +104,8 @@ def test_rank_falls_back_to_our_file_name_without_distributed_info(tmp_path):
 def test_summary_cli_json_equals_summarize_and_tables_name_the_straggler():
     proc = cli("summary", *J128, "--json", "--top", "5")
     assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == json.loads(dumps(without_timelines(summarize(J128, top=5))))
+    proc = cli("summary", *J128, "--json", "--top", "5", "--timelines")
     assert json.loads(proc.stdout) == json.loads(dumps(summarize(J128, top=5)))
     proc = cli("summary", *J128, "--top", "3")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr

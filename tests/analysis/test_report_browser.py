@@ -166,7 +166,7 @@ def rendered(tmp_path_factory, chromium):
         "dom": tree.root,
         "html": out.read_text(),
         "shot": shot,
-        "summary": _json("summary", str(job)),
+        "summary": _json("summary", str(job), "--timelines"),
         "compare": _json("compare", str(base), str(job)),
         "memory0": _json("memory", str(job / "memory_snapshot_0.pickle")),
         "memory_compare": _json(
