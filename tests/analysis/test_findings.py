@@ -102,6 +102,8 @@ def test_memcpy_real_on_job128_absent_on_job2():
     assert sorted(f.ranks[0] for f in found) == [0, 1]
     r0 = next(f for f in found if f.ranks == [0])
     assert r0.evidence["pageable_copies"] == {"Memcpy DtoH": 8, "Memcpy HtoD": 16}
+    assert r0.time_us_per_step == (16 + 65) / 2  # HTA's sums for 'Device -> Pageable' and 'Pageable -> Device'
+
     assert kinds(gpu("job2"), "memcpy") == []
 
 

@@ -26,6 +26,7 @@ class CopyKind:
     bytes: float
     time_us: float
     pageable: int
+    pageable_us: float  # time of those copies
     bandwidth_gbps: Distribution
 
 
@@ -74,6 +75,7 @@ def memory_bandwidth(d: Collected, g: GpuEvents) -> MemoryBandwidth:
                 bytes=float(np.nansum(nbytes[m])),
                 time_us=float(dur[m].sum()),
                 pageable=int(pageable[m].sum()),
+                pageable_us=float(dur[m & pageable].sum()),
                 bandwidth_gbps=describe(_bw_series(ts[has_bw], dur[has_bw], bw[has_bw])),
             )
         )

@@ -31,7 +31,7 @@ def check(trace: TraceSummary) -> list[Finding]:
     if not pageable and not blocking:
         return []
     copies = sum(k.pageable for k in pageable)
-    gpu_us = sum(k.time_us * k.pageable / k.events for k in pageable if k.events)
+    gpu_us = sum(k.pageable_us for k in pageable)
     blocked_us = sum(s.total_us for s in a.syncs.sites if s.stack and s.stack[-1] in ("cudaMemcpy", "hipMemcpy"))
     per_step = base.per_step(gpu_us + blocked_us)
     evidence = {
