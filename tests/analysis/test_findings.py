@@ -151,3 +151,18 @@ def test_diagnose_with_nothing_readable_exits_2(tmp_path):
         timeout=300,
     )
     assert proc.returncode == 2 and "not valid JSON" in proc.stderr
+
+
+def test_diagnose_and_summary_print_the_findings_first():
+    for command in ("diagnose", "summary"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "bridge_plugins", command, str(JOB2[0])], capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout
+        assert out.lstrip().startswith("Findings, largest time at stake first"), out[:200]
+        assert out.index("host_bound") < out.index("small_kernels") < out.index("sync_point")
+    diag = subprocess.run(
+        [sys.executable, "-m", "bridge_plugins", "diagnose", str(JOB2[0])], capture_output=True, text=True, timeout=300
+    ).stdout
+    assert "host_bound: try" in diag and "CUDA graphs" in diag
