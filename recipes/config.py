@@ -44,8 +44,16 @@ class TrainingConfig:
     """Print a log line every this many steps (and on the last step)."""
     device: str = "auto"
     """'auto' (CUDA when present, else CPU), 'cpu' or 'cuda'."""
+    sync_every_step: bool = False
+    """Read the loss with .item() inside every step: a host-device sync (what `diagnose` calls sync_point)."""
+    data_delay_ms: float = 0.0
+    """Make the data loader this slow per batch: an input-bound run (what `diagnose` calls host_bound)."""
+    data_delay_steps: list[int] | None = None
+    """Steps that get data_delay_ms (None: every step); one slow step is what `diagnose` calls step_variance."""
 
     def __post_init__(self) -> None:
+        if self.data_delay_ms < 0:
+            raise ValueError(f"train.data_delay_ms={self.data_delay_ms} must be >= 0")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"train.device={self.device!r}: use 'auto', 'cpu' or 'cuda'")
         for name in ("train_iters", "micro_batch_size", "seq_length", "log_interval"):

@@ -107,7 +107,10 @@ def pretrain(config: ConfigContainer) -> dict:
             t_last = time.perf_counter()
             for step in range(tc.train_iters):
                 with controller.step(step):
+                    _slow_input(tc, step)
                     loss = train_step(model, opt, data)
+                    if tc.sync_every_step:
+                        loss.item()
                 if (step + 1) % tc.log_interval == 0 or step == tc.train_iters - 1:
                     value = loss.item()
                     now = time.perf_counter()
@@ -120,6 +123,12 @@ def pretrain(config: ConfigContainer) -> dict:
         if dist.is_initialized():
             dist.destroy_process_group()
     return {"final_loss": losses[-1] if losses else None, "artifacts": [str(p) for p in controller.artifacts]}
+
+
+def _slow_input(tc, step: int) -> None:
+    """The problems ``diagnose`` finds, injected on request (train.data_delay_ms, data_delay_steps)."""
+    if tc.data_delay_ms and (tc.data_delay_steps is None or step in tc.data_delay_steps):
+        time.sleep(tc.data_delay_ms / 1000)
 
 
 def _configure_logging() -> None:

@@ -1,7 +1,9 @@
 """``summarize(paths)``: every figure of ``bridge-plugins summary``, as one JSON-ready dict.
 
-Schema (``"schema": "bridge-plugins.summary/1"``; times in microseconds, floats; None where a
-figure does not apply). The terminal tables, the HTML report and ``compare`` all read this dict::
+Schema (``"schema": "bridge-plugins.summary/1"``, ``"schema_version": 2``; times in microseconds,
+floats; None where a figure does not apply). The terminal tables, the HTML report and ``compare``
+all read this dict. Version 2 adds ``findings`` (typed Finding objects) and, per trace, ``analyses``
+(a typed TraceAnalyses): docs/analysis-schema.md. Version-1 fields::
 
     {
       "schema": "bridge-plugins.summary/1",
@@ -37,10 +39,14 @@ See gpu_breakdown (the split and its definitions), stragglers (who is one), step
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from bridge_plugins.analysis.analyzers.all import analyze
+from bridge_plugins.analysis.findings.run import rank_findings
+from bridge_plugins.analysis.schema import Summary, TraceSummary
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.reader import TraceError, read_trace
@@ -49,6 +55,7 @@ from bridge_plugins.analysis.trace.stragglers import cross_rank
 from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs, rank_from_name
 
 SCHEMA = "bridge-plugins.summary/1"
+SCHEMA_VERSION = 2  # bumped when a field changes meaning or goes; new fields do not bump it
 
 
 def _rank(header: dict, path: Path):
@@ -60,7 +67,7 @@ def _rank(header: dict, path: Path):
     return (rank, "file name", None) if rank is not None else (None, "none (numbered in input order)", None)
 
 
-def summarize_trace(path: Path) -> dict:
+def summarize_trace(path: Path) -> TraceSummary:
     """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
     c = Collector()
     read_trace(path, c.on_header, c.on_event)
@@ -78,6 +85,7 @@ def summarize_trace(path: Path) -> dict:
         "gpu": gpu_breakdown.breakdown(d, keep, types),
         "top_cpu_ops": ops.ranked(ops.cpu_ops(d), "self_us"),
         "top_gpu_kernels": ops.ranked(ops.gpu_kernels(d, keep, types), "total_us"),
+        "analyses": analyze(d, keep, types),
     }
 
 
@@ -100,14 +108,14 @@ def _memory(snapshots: list[Path], found: Inputs) -> dict | None:
     return out
 
 
-def summarize(paths: Sequence[str | Path], top: int | None = 10) -> dict:
+def summarize(paths: Sequence[str | Path], top: int | None = 10) -> Summary:
     """The summary dict (module docstring) of job directories and/or trace and snapshot files.
 
     Files that cannot be read are listed in ``problems`` and the rest are summarized. Raises
     job.NothingToRead when no input could be read at all. ``top=None`` keeps every op and kernel.
     """
     found = find_inputs(paths)
-    traces = []
+    traces: list[TraceSummary] = []
     for p in found.traces:
         try:
             traces.append(summarize_trace(p))
@@ -125,26 +133,41 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10) -> dict:
     memory = _memory(found.snapshots, found)
     if not traces and (memory is None or memory.get("files") == []):  # files: snapshots the memory module read
         raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems))
-    return with_top(
-        {
-            "schema": SCHEMA,
-            "inputs": [str(p) for p in paths],
-            "traces": traces,
-            "cross_rank": cross_rank(traces),
-            "memory": memory,
-            "problems": found.problems,
-        },
-        top,
-    )
+    summary: Summary = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "inputs": [str(p) for p in paths],
+        "findings": [],
+        "traces": traces,
+        "cross_rank": cross_rank(traces),
+        "memory": memory,
+        "problems": found.problems,
+    }
+    summary["findings"] = rank_findings(summary)
+    return with_top(summary, top)
 
 
-def with_top(summary: dict, top: int | None) -> dict:
+def with_top(summary: Summary, top: int | None) -> Summary:
     """``summary`` with its op and kernel tables cut to their first ``top`` rows (all for None):
     how ``summarize`` applies ``top``, and how a caller holding a full summary gets a shorter one."""
     if top is None:
         return summary
-    traces = [
-        {**t, "top_cpu_ops": t["top_cpu_ops"][:top], "top_gpu_kernels": t["top_gpu_kernels"][:top]}
+    traces: list[TraceSummary] = [
+        {
+            **t,
+            "top_cpu_ops": t["top_cpu_ops"][:top],
+            "top_gpu_kernels": t["top_gpu_kernels"][:top],
+            "analyses": t["analyses"].cut(top),
+        }
         for t in summary["traces"]
+    ]
+    return {**summary, "traces": traces}
+
+
+def without_timelines(summary: Summary) -> Summary:
+    """``summary`` without the step timelines' bars (``summary --json`` leaves them out unless asked:
+    they are most of its size and only the report draws them)."""
+    traces: list[TraceSummary] = [
+        {**t, "analyses": dataclasses.replace(t["analyses"], timelines=[])} for t in summary["traces"]
     ]
     return {**summary, "traces": traces}

@@ -13,7 +13,7 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = ["summary", "compare", "memory", "report", "trigger"]
+SUBCOMMANDS = ["summary", "diagnose", "compare", "memory", "report", "trigger"]
 """Each is bridge_plugins/cli/<name>.py."""
 
 

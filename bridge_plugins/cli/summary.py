@@ -6,10 +6,10 @@ line each, on stderr and in the JSON's ``problems``); 2 when nothing could be re
 
 from __future__ import annotations
 
-import json
 import sys
 
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.jsonable import dumps
+from bridge_plugins.analysis.summarize import summarize, without_timelines
 from bridge_plugins.analysis.text.summary import console, print_summary
 from bridge_plugins.cli import UsageError, add_top, top_rows
 from bridge_plugins.jobdir.scan import NothingToRead
@@ -28,6 +28,11 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/summarize.py)"
     )
+    p.add_argument(
+        "--timelines",
+        action="store_true",
+        help="with --json: include each rank's step timelines (every bar the report draws; large)",
+    )
     add_top(p, "rows in the operator and kernel tables")
     p.set_defaults(run=run)
 
@@ -44,7 +49,7 @@ def run(args) -> int:
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     if args.json:
-        print(json.dumps(s, indent=1))
+        print(dumps(s if args.timelines else without_timelines(s)))
     else:
         print_summary(s, console())
     print_problems(s["problems"], "summary")

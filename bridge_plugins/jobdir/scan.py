@@ -1,8 +1,9 @@
 """Which files to read: a job directory's artifacts (by :mod:`bridge_plugins.jobdir.names`) or files named.
 
-In a directory, our traces and snapshots are recognised by the names the writer gives them.
-Files that look like a trace but whose name we do not recognise (renamed, another tool's) are
-skipped with a message rather than guessed at. Dot-names and everything under a hidden directory
+In a directory, our traces and snapshots are recognised by the names the writer gives them; the
+readers also take torch's own trace names (``tensorboard_trace_handler``: ``*.pt.trace.json[.gz]``)
+and any other ``.json[.gz]`` whose start holds a ``traceEvents`` key (a Chrome trace), so they read
+a profiler's log directory too; other JSON files are listed as skipped. Dot-names and everything under a hidden directory
 are not looked at: the writer stages each file in ``.<stem>.XXX.tmp/`` (left behind only by a
 SIGKILL) and it is never an artifact. :func:`scan_job_dir` is the one scan of a job directory;
 :func:`find_artifacts` groups it by kind and rank for the main job. Files named explicitly are taken as
@@ -11,16 +12,21 @@ they are: ``*.json``/``*.json.gz`` as traces, ``*.pickle``/``*.pkl`` as memory s
 
 from __future__ import annotations
 
+import gzip
 import os
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge_plugins.jobdir import names as artifact_names
+from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
 _TRACE_ENDINGS = (".json", ".json.gz")
 UNRECOGNISED_TRACE = "not a trace name bridge-plugins writes (rank<R>_steps<A>-<B>...); name the file itself to read it"
 _SNAPSHOT_ENDINGS = (".pickle", ".pkl")
+SNIFF_BYTES = 1 << 20  # Kineto writes its header (device properties...) before traceEvents: well under this
+NOT_A_TRACE = "not a Chrome trace (no traceEvents key near the start)"
 
 
 class NothingToRead(Exception):
@@ -44,7 +50,8 @@ class JobFiles:
     """A job directory's files: artifacts by their parsed names, and trace-like files we did not name."""
 
     artifacts: list[artifact_names.ArtifactName] = field(default_factory=list)
-    unrecognised: list[Path] = field(default_factory=list)
+    unrecognised: list[Path] = field(default_factory=list)  # *.pt.trace.json[.gz] not named by us (torch's names)
+    other_json: list[Path] = field(default_factory=list)  # any other .json[.gz]: a Chrome trace or not
 
 
 def scan_job_dir(job_dir: Path, snapshot_name: str = artifact_names.DEFAULT_SNAPSHOT_NAME) -> JobFiles:
@@ -62,7 +69,20 @@ def scan_job_dir(job_dir: Path, snapshot_name: str = artifact_names.DEFAULT_SNAP
             found.artifacts.append(name)
         elif p.name.endswith((artifact_names.TORCH_TRACE_SUFFIX, ".pt.trace.json")):  # also an uncompressed one
             found.unrecognised.append(p)
+        elif p.name.endswith(_TRACE_ENDINGS):
+            found.other_json.append(p)
     return found
+
+
+def looks_like_chrome_trace(path: Path) -> bool:
+    """Whether the file's first SNIFF_BYTES (decompressed) hold a JSON object with a traceEvents key."""
+    try:
+        with open_regular(path) as raw:
+            fh = gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw
+            head = fh.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error, NotARegularFile):
+        return False
+    return head.lstrip()[:1] == b"{" and b'"traceEvents"' in head
 
 
 def _from_directory(job_dir: Path, found: Inputs) -> None:
@@ -73,8 +93,12 @@ def _from_directory(job_dir: Path, found: Inputs) -> None:
             found.traces.append(name.path)
         elif name.kind in ("memory_snapshot", "oom_snapshot"):
             found.snapshots.append(name.path)
-    for p in scanned.unrecognised:
-        found.problem(p, UNRECOGNISED_TRACE)
+    found.traces += scanned.unrecognised  # torch's own names: the rank comes from distributedInfo
+    for p in scanned.other_json:
+        if looks_like_chrome_trace(p):
+            found.traces.append(p)
+        else:
+            found.problem(p, NOT_A_TRACE)
     if len(found.traces) + len(found.snapshots) == before:
         found.problem(
             job_dir,

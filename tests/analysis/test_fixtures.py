@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from bridge_plugins.analysis.compare import compare
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.jsonable import dumps
+from bridge_plugins.analysis.summarize import summarize, without_timelines
 
 # <repo>/../shared as CI lays it out; BRIDGE_SHARED points elsewhere (a worktree away from shared/)
 FIXTURES = (
@@ -103,7 +104,9 @@ def test_rank_falls_back_to_our_file_name_without_distributed_info(tmp_path):
 def test_summary_cli_json_equals_summarize_and_tables_name_the_straggler():
     proc = cli("summary", *J128, "--json", "--top", "5")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == json.loads(json.dumps(summarize(J128, top=5)))
+    assert json.loads(proc.stdout) == json.loads(dumps(without_timelines(summarize(J128, top=5))))
+    proc = cli("summary", *J128, "--json", "--top", "5", "--timelines")
+    assert json.loads(proc.stdout) == json.loads(dumps(summarize(J128, top=5)))
     proc = cli("summary", *J128, "--top", "3")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert "straggler (computation)" in proc.stdout and "waiting" in proc.stdout
@@ -182,7 +185,8 @@ def test_top_n_keeps_the_n_largest_rows_of_the_full_tables():
             assert len(f[table]) > 3, "the full table holds every op and kernel"
             largest = sorted(f[table], key=lambda r: (-r[key], r["name"]))[:3]
             assert c[table] == largest
-        assert {k: v for k, v in f.items() if not k.startswith("top_")} == {
-            k: v for k, v in c.items() if not k.startswith("top_")
+        assert {k: v for k, v in f.items() if not k.startswith("top_") and k != "analyses"} == {
+            k: v for k, v in c.items() if not k.startswith("top_") and k != "analyses"
         }
+        assert c["analyses"] == f["analyses"].cut(3) and len(c["analyses"].kernels.kernels) == 3
     assert full["cross_rank"] == cut["cross_rank"]

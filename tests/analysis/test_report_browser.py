@@ -174,7 +174,7 @@ def rendered(tmp_path_factory, chromium):
         "dom": tree.root,
         "html": out.read_text(),
         "shot": shot,
-        "summary": _json("summary", str(job)),
+        "summary": _json("summary", str(job), "--timelines"),
         "compare": _json("compare", str(base), str(job)),
         "memory0": _json("memory", str(job / "memory_snapshot_0.pickle")),
         "memory_compare": _json(
@@ -433,3 +433,47 @@ def test_every_column_header_is_aligned_with_its_cells(long_paths_report, render
     assert any(table == "table-stragglers-0" for table, *_ in shown), "the straggler table is checked"
     off = [c for c in shown if c[3] is not None and c[2] != c[3]]
     assert not off, off
+
+
+def test_findings_come_first_and_equal_diagnose(rendered):
+    dom = rendered["dom"]
+    (main,) = dom.find_all("main")
+    sections = [n for n in main.iter() if n.tag == "section" and n.attrs.get("id") != "problems"]
+    assert sections[0].attrs["id"] == "findings"
+    want = rendered["summary"]["findings"]
+    shown = dom.by_id("findings").find_all("details", cls="finding")
+    assert [(d.attrs["data-kind"], d.attrs["data-severity"]) for d in shown] == [
+        (f["kind"], f["severity"]) for f in want
+    ]
+    assert [_num(d.find_all("td", cls="num")[0]) for d in shown] == [f["time_us_per_step"] for f in want]
+    assert {f["kind"] for f in want} >= {"exposed_communication", "straggler", "memcpy", "sync_point"}
+
+
+def test_findings_link_to_a_drawn_timeline(rendered):
+    dom = rendered["dom"]
+    for d in dom.by_id("findings").find_all("details", cls="finding"):
+        target = d.attrs["data-timeline"]
+        (link,) = [a for a in d.find_all("a") if a.attrs.get("href") == f"#{target}"]
+        fig = dom.by_id(target)
+        assert "timeline" in fig.attrs["class"].split() and fig.find_all("rect", cls="ev-cpu_op"), target
+
+
+def test_timelines_equal_summary(rendered):
+    dom = rendered["dom"]
+    for t in rendered["summary"]["traces"]:
+        for tl in t["analyses"]["timelines"]:
+            fig = dom.by_id(f"timeline-rank{t['rank']}-{tl['which']}")
+            assert int(fig.attrs["data-step"]) == tl["step"]
+            lanes = fig.find_all("g", cls="lane")
+            assert [(g.attrs["data-label"], int(g.attrs["data-bars"])) for g in lanes] == [
+                (lane["label"], len(lane["bars"])) for lane in tl["lanes"]
+            ]
+            for g, lane in zip(lanes, tl["lanes"], strict=True):
+                rects = g.find_all("rect")[1:]  # the first is the lane's background
+                assert [_num(r) for r in rects] == [b["duration_us"] for b in lane["bars"]]
+                for r, b in list(zip(rects, lane["bars"], strict=True))[:20]:
+                    (title,) = r.find_all("title")
+                    assert title.all_text() == f"{b['name']}: {fmt_ms(b['duration_us'])} ({b['category']})"
+            kinds = {c for lane in tl["lanes"] for b in lane["bars"] for c in [b["category"]]}
+            assert {"cpu_op", "computation", "communication"} <= kinds
+    assert {t["analyses"]["timelines"][1]["which"] for t in rendered["summary"]["traces"]} == {"slowest"}

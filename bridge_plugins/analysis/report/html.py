@@ -19,8 +19,10 @@ from pathlib import Path
 
 from bridge_plugins.analysis.memory.snapshot import main_device
 from bridge_plugins.analysis.report.compare import compare_section
+from bridge_plugins.analysis.report.findings import findings_section, why_section
 from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
+from bridge_plugins.analysis.report.timeline import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -83,8 +85,11 @@ def render(summary: dict, comparison: dict | None = None, memory_comparison: dic
         items = "".join(f"<li>{escape(p['file'])}: {escape(p['error'])}</li>" for p in problems)
         problems_html = f'<section class="problems" id="problems"><b>Files skipped</b><ul>{items}</ul></section>'
     if summary["traces"]:
-        sections = [steps_section(summary), gpu_section(summary), stragglers_section(summary), tops_section(summary)]
-        links = [("steps", "Steps"), ("gpu", "GPU time"), ("stragglers", "Stragglers"), ("tops", "Top ops & kernels")]
+        sections = [findings_section(summary), steps_section(summary), timelines_section(summary)]
+        sections += [gpu_section(summary), why_section(summary), stragglers_section(summary), tops_section(summary)]
+        links = [("findings", "Findings"), ("steps", "Steps"), ("timeline", "Timelines"), ("gpu", "GPU time")]
+        links += [("why", "Why")]
+        links += [("stragglers", "Stragglers"), ("tops", "Top ops & kernels")]
     else:
         sections = [section("steps", "Traces", '<p class="note">No PyTorch traces here: only memory snapshots.</p>')]
         links = []

@@ -112,8 +112,11 @@ def _cross_rank_table(group: dict) -> Table:
 
 
 def renderables(s: dict) -> list:
+    from bridge_plugins.analysis.text.findings import analyses_table, findings_table  # it imports this module
+
     out: list = []
     if s["traces"]:
+        out.append(findings_table(s.get("findings", [])))
         out.append(_ranks_table(s))
         for tr in s["traces"]:
             if tr["steps"]["note"]:
@@ -124,6 +127,8 @@ def renderables(s: dict) -> list:
             out.append(_top_table(f"Top operators by self time (CPU), {label}", tr["top_cpu_ops"], "self_us"))
         if tr["top_gpu_kernels"]:
             out.append(_top_table(f"Top GPU kernels by time, {label}", tr["top_gpu_kernels"], "total_us", "type"))
+        if "analyses" in tr:
+            out.append(analyses_table(tr))
     for group in s["cross_rank"]:
         if len(group["ranks"]) > 1:
             out.append(_cross_rank_table(group))

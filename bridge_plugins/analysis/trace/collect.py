@@ -20,6 +20,9 @@ STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _INT64_LIMIT = 2**63
 _NUMBER = (int, float)
 _GPU_SYNC_NAMES = ("Event Sync", "Context Sync")  # device-side waits: HTA counts them as neither side
+GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
+_GPU_CATS = {"kernel": GPU_KERNEL, "Kernel": GPU_KERNEL, "gpu_memcpy": GPU_MEMCPY, "Memcpy": GPU_MEMCPY}
+_GPU_CATS.update({"gpu_memset": GPU_MEMSET, "Memset": GPU_MEMSET})
 
 
 def _int(value, default: int = -1) -> int:
@@ -27,6 +30,13 @@ def _int(value, default: int = -1) -> int:
         return int(value)
     except (TypeError, ValueError):
         return default
+
+
+def _float_or_nan(value) -> float:
+    try:
+        return float(value) if type(value) in _NUMBER else float("nan")
+    except OverflowError:
+        return float("nan")
 
 
 def _hashable(value):
@@ -49,10 +59,25 @@ class Collected:
     gpu_dur: array = field(default_factory=lambda: array("d"))
     gpu_name: array = field(default_factory=lambda: array("l"))
     gpu_corr: array = field(default_factory=lambda: array("q"))
+    gpu_stream: array = field(default_factory=lambda: array("q"))
+    gpu_cat: array = field(default_factory=lambda: array("b"))  # GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER
+    # memcpy/memset only: index into the gpu arrays, bytes, bandwidth Kineto recorded (GB/s, NaN if absent)
+    mem_index: array = field(default_factory=lambda: array("q"))
+    mem_bytes: array = field(default_factory=lambda: array("d"))
+    mem_bw: array = field(default_factory=lambda: array("d"))
     cpu_corr: array = field(default_factory=lambda: array("q"))
     cpu_corr_ts: array = field(default_factory=lambda: array("d"))
+    cpu_corr_dur: array = field(default_factory=lambda: array("d"))
+    cpu_corr_name: array = field(default_factory=lambda: array("l"))
+    cpu_corr_thread: array = field(default_factory=lambda: array("l"))  # index into ``threads``
+    threads: list[tuple] = field(default_factory=list)  # (pid, tid) of CPU threads, by first appearance
     # CPU operators per thread: (pid, tid) -> (ts, dur, name id) arrays, for self time
     ops: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
+    # Python frames (``python_function``, traces recorded with_stack) per thread, same layout
+    py: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
+    # record_function spans (``user_annotation``: ProfilerStep#N, Optimizer.step...) per thread
+    annotations: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
+    step_ts: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> start (us)
 
 
 class Collector:
@@ -61,9 +86,19 @@ class Collector:
     def __init__(self) -> None:
         self.data = Collected()
         self._ids: dict[str, int] = {}
+        self._threads: dict[tuple, int] = {}
 
     def on_header(self, header: dict) -> None:
         self.data, self._ids = Collected(header=header if isinstance(header, dict) else {}), {}
+        self._threads = {}
+
+    def _thread(self, e: dict) -> int:
+        key = (_hashable(e.get("pid")), _hashable(e.get("tid")))
+        i = self._threads.get(key)
+        if i is None:
+            i = self._threads[key] = len(self.data.threads)
+            self.data.threads.append(key)
+        return i
 
     def _id(self, name: str) -> int:
         i = self._ids.get(name)
@@ -98,28 +133,53 @@ class Collector:
             return  # no launch has such an id, and it would not fit the arrays
         if corr >= 0:
             stream = args.get("stream", -1)
-            if (stream if type(stream) is int else _int(stream)) >= 0:
-                i = self._ids.get(name)
-                d.gpu_name.append(self._id(name) if i is None else i)
-                d.gpu_ts.append(ts)
-                d.gpu_dur.append(dur)
-                d.gpu_corr.append(corr)
+            if type(stream) is not int:
+                stream = _int(stream)
+            if stream >= 0:
+                self._gpu_event(e, name, cat, ts, dur, corr, stream, args)
                 return
             if name in _GPU_SYNC_NAMES:
                 return
+            i = self._ids.get(name)
+            d.cpu_corr_name.append(self._id(name) if i is None else i)
             d.cpu_corr.append(corr)
             d.cpu_corr_ts.append(ts)
+            d.cpu_corr_dur.append(dur)
+            d.cpu_corr_thread.append(self._thread(e))
         if "ProfilerStep" in name:
             self._profiler_step(name, cat, ts, dur)
         if cat == "cpu_op":
-            key = (_hashable(e.get("pid")), _hashable(e.get("tid")))
-            arrays = d.ops.get(key)
-            if arrays is None:
-                arrays = d.ops[key] = (array("d"), array("d"), array("l"))
-            i = self._ids.get(name)
-            arrays[2].append(self._id(name) if i is None else i)
-            arrays[0].append(ts)
-            arrays[1].append(dur)
+            self._on_thread(d.ops, e, name, ts, dur)
+        elif cat == "python_function":
+            self._on_thread(d.py, e, name, ts, dur)
+        elif cat == "user_annotation":
+            self._on_thread(d.annotations, e, name, ts, dur)
+
+    def _on_thread(self, table: dict, e: dict, name: str, ts: float, dur: float) -> None:
+        key = (_hashable(e.get("pid")), _hashable(e.get("tid")))
+        arrays = table.get(key)
+        if arrays is None:
+            arrays = table[key] = (array("d"), array("d"), array("l"))
+        i = self._ids.get(name)
+        arrays[2].append(self._id(name) if i is None else i)
+        arrays[0].append(ts)
+        arrays[1].append(dur)
+
+    def _gpu_event(self, e: dict, name: str, cat, ts: float, dur: float, corr: int, stream: int, args: dict) -> None:
+        d = self.data
+        i = self._ids.get(name)
+        d.gpu_name.append(self._id(name) if i is None else i)
+        d.gpu_ts.append(ts)
+        d.gpu_dur.append(dur)
+        d.gpu_corr.append(corr)
+        d.gpu_stream.append(min(stream, _INT64_LIMIT - 1))
+        kind = _GPU_CATS.get(cat, GPU_OTHER)
+        d.gpu_cat.append(kind)
+        if kind in (GPU_MEMCPY, GPU_MEMSET):
+            nbytes, bw = args.get("bytes"), args.get("memory bandwidth (GB/s)")
+            d.mem_index.append(len(d.gpu_ts) - 1)
+            d.mem_bytes.append(_float_or_nan(nbytes))
+            d.mem_bw.append(_float_or_nan(bw))
 
     def _profiler_step(self, name: str, cat, ts: float, dur: float) -> None:
         d = self.data
@@ -128,4 +188,6 @@ class Collector:
             d.last_profiler_step_end = ts + dur
         m = STEP_RE.match(name)
         if m and cat == "user_annotation":
-            d.steps[int(m.group(1))] = max(dur, d.steps.get(int(m.group(1)), 0.0))
+            n = int(m.group(1))
+            if dur >= d.steps.get(n, 0.0):
+                d.steps[n], d.step_ts[n] = dur, ts

@@ -24,10 +24,14 @@ from HTA by at most a microsecond per kernel (0.6 % of the span on the job2 fixt
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import GpuBreakdown
 
 COMMUNICATION, MEMORY, COMPUTATION, OTHER = "communication", "memory", "computation", "other"
 _COMM_RE = re.compile(r"^nccl.*Kernel")
@@ -68,7 +72,7 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((e[last_of_group] - s[new_group]).sum())
 
 
-def breakdown(d: Collected, keep: np.ndarray, types: list[str]) -> dict[str, float] | None:
+def breakdown(d: Collected, keep: np.ndarray, types: list[str]) -> GpuBreakdown | None:
     """The window's GPU time split (us), or None for a trace without GPU events."""
     if not keep.any():
         return None

@@ -7,6 +7,8 @@ ran on the GPU; the kernel table covers the same GPU events as the breakdown (gp
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
@@ -54,6 +56,6 @@ def gpu_kernels(d: Collected, keep: np.ndarray, types: list[str]) -> dict[str, d
     }
 
 
-def ranked(table: dict[str, dict], key: str) -> list[dict]:
+def ranked(table: dict[str, dict], key: str) -> list[Any]:
     """Every row, largest ``key`` first (ties by name, so any first N rows are always the same), each with its ``name``."""
     return sorted(({"name": name, **row} for name, row in table.items()), key=lambda r: (-r[key], r["name"]))

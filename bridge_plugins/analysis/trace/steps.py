@@ -8,6 +8,10 @@ has no such spans; it is still summarized, without step times, and says so.
 from __future__ import annotations
 
 import statistics
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import StepStats
 
 NO_STEPS_NOTE = (
     "no ProfilerStep annotations (recorded without a torch.profiler schedule): no step times; "
@@ -15,7 +19,7 @@ NO_STEPS_NOTE = (
 )
 
 
-def step_stats(steps: dict[int, float]) -> dict:
+def step_stats(steps: dict[int, float]) -> StepStats:
     """{captured: [N...], count, min_us, median_us, max_us, note} for ProfilerStep number -> duration (us)."""
     if not steps:
         return {"captured": [], "count": 0, "min_us": None, "median_us": None, "max_us": None, "note": NO_STEPS_NOTE}

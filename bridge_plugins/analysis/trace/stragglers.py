@@ -18,6 +18,12 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from bridge_plugins.analysis.schema import TraceSummary
 
 THRESHOLD = 0.10
 
@@ -34,22 +40,22 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def cross_rank(traces: list[dict]) -> list[dict]:
+def cross_rank(traces: Sequence[TraceSummary]) -> list[dict]:
     """The cross-rank table per group of traces with the same steps (summary's ``cross_rank``)."""
-    groups: dict[tuple, list[dict]] = defaultdict(list)
+    groups: dict[tuple, list[TraceSummary]] = defaultdict(list)
     for t in traces:
         groups[tuple(t["steps"]["captured"])].append(t)
     out = []
     for steps, members in sorted(groups.items()):
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "rank": t["rank"],
                 "file": t["file"],
                 "step_median_us": t["steps"]["median_us"],
-                "computation_us": (t["gpu"] or {}).get("computation_us"),
-                "communication_total_us": (t["gpu"] or {}).get("communication_total_us"),
+                "computation_us": t["gpu"]["computation_us"] if t["gpu"] else None,
+                "communication_total_us": t["gpu"]["communication_total_us"] if t["gpu"] else None,
             }
-            for t in sorted(members, key=lambda t: (t["rank"], t["file"]))
+            for t in sorted(members, key=lambda t: (t["rank"] or 0, t["file"]))
         ]
         medians = {
             k: _median([r[k] for r in rows]) for k in ("step_median_us", "computation_us", "communication_total_us")

@@ -1,0 +1,78 @@
+"""Which CPU operators and Python modules own the GPU time, through the correlation ids.
+
+Each kept GPU event is joined to the CPU call that launched it (``cudaLaunchKernel``...), and
+that call to the top-level CPU operator running on its thread at that moment (e.g.
+``aten::linear``, ``Optimizer.step#AdamW.step``) and, for traces recorded with stacks, to the
+innermost ``nn.Module`` frame. GPU time is the sum of the events' durations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bridge_plugins.analysis.analyzers.threads import columns, innermost, outermost
+from bridge_plugins.analysis.trace.collect import Collected
+from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
+
+MODULE_PREFIX = "nn.Module: "
+
+
+@dataclass
+class Owner:
+    name: str
+    gpu_us: float
+    gpu_events: int
+
+
+@dataclass
+class Attribution:
+    top_level_ops: list[Owner]  # by gpu_us
+    modules: list[Owner]
+    attributed_us: float  # GPU time with a top-level operator found
+    unattributed_us: float
+    note: str | None = None
+
+
+def _owners(names: list[str], ids: np.ndarray, dur: np.ndarray) -> list[Owner]:
+    ok = ids >= 0
+    if not ok.any():
+        return []
+    total = np.bincount(ids[ok], weights=dur[ok])
+    count = np.bincount(ids[ok])
+    rows = [Owner(names[i], float(total[i]), int(count[i])) for i in np.flatnonzero(count).tolist()]
+    return sorted(rows, key=lambda r: (-r.gpu_us, r.name))
+
+
+def _per_thread(table: dict, d: Collected, thread: np.ndarray, t: np.ndarray, pick, keep_name=None) -> np.ndarray:
+    owner = np.full(len(t), -1, dtype=np.int64)
+    for ti in np.unique(thread).tolist():
+        arrays = table.get(d.threads[ti])
+        if arrays is None:
+            continue
+        starts, ends, names = columns(arrays)
+        if keep_name is not None:
+            m = keep_name(names)
+            starts, ends, names = starts[m], ends[m], names[m]
+        q = thread == ti
+        idx = pick(starts, ends, t[q])
+        owner[q] = np.where(idx >= 0, names[np.maximum(idx, 0)] if len(names) else -1, -1)
+    return owner
+
+
+def attribution(d: Collected, g: GpuEvents, calls: CpuCalls) -> Attribution:
+    has = g.launch >= 0
+    if not has.any():
+        return Attribution([], [], 0.0, float(g.dur.sum()), "no GPU event matched a CPU launch call")
+    li = g.launch[has]
+    thread, t, dur = calls.thread[li], calls.ts[li], g.dur[has]
+    op = _per_thread(d.ops, d, thread, t, outermost)
+    module_ids = np.array([i for i, n in enumerate(d.names) if n.startswith(MODULE_PREFIX)], dtype=np.int64)
+    modules: list[Owner] = []
+    if d.py and len(module_ids):
+        mod = _per_thread(d.py, d, thread, t, innermost, lambda names: np.isin(names, module_ids))
+        modules = _owners(d.names, mod, dur)
+    attributed = float(dur[op >= 0].sum())
+    note = None if d.py else "no Python frames in this trace (recorded without with_stack): no module attribution"
+    return Attribution(_owners(d.names, op, dur), modules, attributed, float(g.dur.sum()) - attributed, note)

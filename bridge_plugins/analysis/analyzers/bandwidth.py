@@ -1,0 +1,82 @@
+"""Memory copy and set bandwidth per kind (HTA's ``get_memory_bw_summary``).
+
+Kinds: ``Memcpy HtoD``, ``Memcpy DtoH``, ``Memcpy DtoD``, ``Memset`` (the start of the event's
+name). Per kind, the bandwidth Kineto recorded for each event (``memory bandwidth (GB/s)``) is
+summed over events running at once, and summarized over the points where that sum changes and is
+above 0, as HTA does. Also per kind: events, bytes, time, and how many copies used pageable
+(unpinned) host memory, which makes a copy synchronous with the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bridge_plugins.analysis.analyzers.stats import Distribution, describe
+from bridge_plugins.analysis.trace.collect import Collected
+from bridge_plugins.analysis.trace.gpu_breakdown import MEMORY
+from bridge_plugins.analysis.trace.gpu_events import GpuEvents
+
+
+@dataclass
+class CopyKind:
+    kind: str
+    events: int
+    bytes: float
+    time_us: float
+    pageable: int
+    pageable_us: float  # time of those copies
+    bandwidth_gbps: Distribution
+
+
+@dataclass
+class MemoryBandwidth:
+    kinds: list[CopyKind]
+    note: str | None = None
+
+
+def copy_kind(name: str) -> str:
+    if name.startswith("Memset"):
+        return "Memset"
+    return name[:11] if name.startswith("Memcpy") else "Memcpy Unknown"
+
+
+def _bw_series(ts: np.ndarray, dur: np.ndarray, bw: np.ndarray) -> np.ndarray:
+    dur = np.where(dur == 0, 1.0, dur)  # HTA: a 0 us copy lasts 1 us
+    t = np.concatenate([ts, ts + dur])
+    delta = np.concatenate([bw, -bw])
+    order = np.lexsort((-np.sign(delta), t))
+    level = np.cumsum(delta[order])
+    return level[level > 1e-12]
+
+
+def memory_bandwidth(d: Collected, g: GpuEvents) -> MemoryBandwidth:
+    mem = g.of_kind(MEMORY)
+    if not mem.any():
+        return MemoryBandwidth([], "no memcpy or memset on the GPU")
+    n_gpu = len(d.gpu_ts)
+    bw_of, bytes_of = np.full(n_gpu, np.nan), np.full(n_gpu, np.nan)
+    if len(d.mem_index):
+        idx = np.frombuffer(d.mem_index, np.int64)
+        bw_of[idx], bytes_of[idx] = np.frombuffer(d.mem_bw, np.float64), np.frombuffer(d.mem_bytes, np.float64)
+    names = [d.names[i] for i in g.name[mem].tolist()]
+    kinds = np.array([copy_kind(n) for n in names], dtype=object)
+    pageable = np.array(["Pageable" in n for n in names], dtype=bool)
+    ts, dur, bw, nbytes = g.ts[mem], g.dur[mem], bw_of[g.index[mem]], bytes_of[g.index[mem]]
+    out = []
+    for k in sorted(set(kinds.tolist())):
+        m = kinds == k
+        has_bw = m & ~np.isnan(bw)
+        out.append(
+            CopyKind(
+                kind=k,
+                events=int(m.sum()),
+                bytes=float(np.nansum(nbytes[m])),
+                time_us=float(dur[m].sum()),
+                pageable=int(pageable[m].sum()),
+                pageable_us=float(dur[m & pageable].sum()),
+                bandwidth_gbps=describe(_bw_series(ts[has_bw], dur[has_bw], bw[has_bw])),
+            )
+        )
+    return MemoryBandwidth(out)

@@ -1,0 +1,69 @@
+"""Why each GPU stream sits idle: waiting on the host, on kernel launch gaps, or other (HTA's
+``get_idle_time_breakdown``).
+
+Per stream, over its kernels, memcpys and memsets in start order, each gap before an event is:
+- ``host_wait`` when the CPU call that launched the event started after the previous event ended
+  (the host had not enqueued it yet);
+- ``kernel_wait`` otherwise, when the gap is under ``KERNEL_WAIT_US`` (back-to-back launch cost);
+- ``other`` otherwise (e.g. waiting on an event from another stream).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bridge_plugins.analysis.trace.collect import GPU_OTHER
+from bridge_plugins.analysis.trace.gpu_breakdown import COMPUTATION
+from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
+
+KERNEL_WAIT_US = 30.0  # HTA's consecutive_kernel_delay
+CATEGORIES = ("host_wait", "kernel_wait", "other")
+
+
+@dataclass
+class StreamIdle:
+    stream: int
+    busy_us: float  # summed durations of its events
+    computation_us: float  # of which computation kernels: the stream the model runs on has most
+    idle_us: float
+    host_wait_us: float
+    kernel_wait_us: float
+    other_us: float
+    host_wait_pct: float | None
+    kernel_wait_pct: float | None
+    other_pct: float | None
+
+
+@dataclass
+class IdleBreakdown:
+    streams: list[StreamIdle]
+    note: str | None = None
+
+
+def _stream(stream: int, ts, end, launch_ts, computation) -> StreamIdle:
+    busy, comp = float((end - ts).sum()), float((end - ts)[computation].sum())
+    prev_end = end[:-1]
+    gap = ts[1:] - prev_end
+    host = launch_ts[1:] > prev_end  # NaN (no launch found) compares False, as in HTA
+    kernel = ~host & (gap < KERNEL_WAIT_US)
+    parts = [float(gap[host].sum()), float(gap[kernel].sum()), float(gap[~host & ~kernel].sum())]
+    total = sum(parts)
+    pct = [100.0 * p / total if total else None for p in parts]
+    return StreamIdle(stream, busy, comp, total, *parts, *pct)
+
+
+def idle_breakdown(g: GpuEvents, calls: CpuCalls) -> IdleBreakdown:
+    real = g.cat != GPU_OTHER  # kernels, memcpys and memsets; not sync markers
+    if not real.any():
+        return IdleBreakdown([], "no kernels, memcpys or memsets on any stream")
+    launch_ts = np.where(g.launch >= 0, calls.ts[np.maximum(g.launch, 0)] if len(calls.ts) else np.nan, np.nan)
+    out = []
+    for s in np.unique(g.stream[real]).tolist():
+        m = real & (g.stream == s)  # g is sorted by start already
+        out.append(_stream(int(s), g.ts[m], g.end[m], launch_ts[m], g.kind[m] == COMPUTATION))
+    note = (
+        None if (g.launch[real] >= 0).any() else "no CPU launch calls matched: every gap counts as kernel or other wait"
+    )
+    return IdleBreakdown(sorted(out, key=lambda r: -r.idle_us), note)

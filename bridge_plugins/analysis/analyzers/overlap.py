@@ -1,0 +1,47 @@
+"""How much of a rank's communication runs under computation (HTA's ``get_comm_comp_overlap``).
+
+``overlap_pct`` = time when both a communication and a computation kernel run (each kind's
+intervals merged across streams first), as a share of all time a communication kernel runs.
+A rank with no communication kernels has no overlap figure, and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bridge_plugins.analysis.trace.gpu_breakdown import COMMUNICATION, COMPUTATION
+from bridge_plugins.analysis.trace.gpu_events import GpuEvents, length, union
+
+
+@dataclass
+class Overlap:
+    communication_us: float  # union of communication kernels
+    overlapped_us: float  # of which under computation
+    exposed_us: float  # of which not
+    overlap_pct: float | None
+    note: str | None = None
+
+
+def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
+    """Length of the intersection of two unions of disjoint sorted intervals."""
+    (s1, e1), (s2, e2) = a, b
+    if len(s1) == 0 or len(s2) == 0:
+        return 0.0
+    bounds = np.concatenate([s1, e1, s2, e2])
+    delta = np.concatenate([np.ones(len(s1)), -np.ones(len(e1)), 2 * np.ones(len(s2)), -2 * np.ones(len(e2))])
+    order = np.lexsort((delta, bounds))  # ends (negative) before starts at the same time
+    t, level = bounds[order], np.cumsum(delta[order])
+    both = level[:-1] == 3
+    return float((t[1:] - t[:-1])[both].sum())
+
+
+def overlap(g: GpuEvents) -> Overlap:
+    comm = union(g.ts[g.of_kind(COMMUNICATION)], g.end[g.of_kind(COMMUNICATION)])
+    comp = union(g.ts[g.of_kind(COMPUTATION)], g.end[g.of_kind(COMPUTATION)])
+    total = length(*comm)
+    if total == 0:
+        return Overlap(0.0, 0.0, 0.0, None, "no communication kernels in this trace: nothing to overlap")
+    both = intersection_length(comm, comp)
+    return Overlap(total, both, total - both, 100.0 * both / total)

@@ -1,0 +1,47 @@
+"""CUDA queue length per stream (HTA's ``get_queue_length_summary``).
+
+The number of launched but not yet started operations on a stream: +1 when a CPU launch call
+(``cudaLaunchKernel``, ``cudaMemcpyAsync``... see gpu_events.LAUNCH_CALLS) starts, -1 when its GPU
+event starts. Summarized over the points where it changes, as HTA does (not weighted by time). A
+long queue means the CPU runs far ahead of the GPU (GPU-bound); a queue near 0 with an idle GPU
+means the GPU waits on the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bridge_plugins.analysis.analyzers.stats import Distribution, describe
+from bridge_plugins.analysis.trace.gpu_events import LAUNCH_CALLS, CpuCalls, GpuEvents
+
+
+@dataclass
+class StreamQueue:
+    stream: int
+    queue_length: Distribution
+
+
+@dataclass
+class QueueLength:
+    streams: list[StreamQueue]
+    note: str | None = None
+
+
+def queue_length(g: GpuEvents, calls: CpuCalls, names: list[str]) -> QueueLength:
+    ids = np.array([i for i, n in enumerate(names) if n in LAUNCH_CALLS], dtype=np.int64)
+    has = g.launch >= 0
+    m = np.zeros(len(g.ts), dtype=bool)
+    if len(ids) and has.any():
+        m[has] = np.isin(calls.name[g.launch[has]], ids)
+    if not m.any():
+        return QueueLength([], "no GPU event matched a CPU launch call: no queue to measure")
+    out = []
+    for s in np.unique(g.stream[m]).tolist():
+        sm = m & (g.stream == s)
+        t = np.concatenate([calls.ts[g.launch[sm]], g.ts[sm]])
+        delta = np.concatenate([np.ones(sm.sum()), -np.ones(sm.sum())])
+        order = np.lexsort((-delta, t))  # at one instant, the launch before the start
+        out.append(StreamQueue(int(s), describe(np.cumsum(delta[order]))))
+    return QueueLength(out)

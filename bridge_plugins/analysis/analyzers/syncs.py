@@ -1,0 +1,146 @@
+"""Where the host waits for the GPU: stream/device/event synchronizations, blocking copies and
+``.item()``-style reads of a GPU value (``aten::_local_scalar_dense``), with count per step and
+the Python stack (or operator stack) where each was recorded.
+
+Each such wait stops the CPU from queuing more work, so the GPU runs dry after it: the cost is
+the wait itself plus the refill.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bridge_plugins.analysis.analyzers.threads import columns, enclosing, outermost
+from bridge_plugins.analysis.trace.collect import Collected
+from bridge_plugins.analysis.trace.gpu_events import CpuCalls
+
+SYNC_CALLS = frozenset(
+    {
+        "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",  # the blocking copy (cudaMemcpyAsync is not)
+        "hipStreamSynchronize",
+        "hipDeviceSynchronize",
+        "hipEventSynchronize",
+        "hipMemcpy",
+    }
+)
+SCALAR_READS = frozenset({"aten::_local_scalar_dense"})  # what .item(), bool(t), int(t) call
+STACK_DEPTH = 8
+EXAMPLES = 200  # stacks looked up per trace (the first ones), enough to name the sites
+
+
+@dataclass
+class SyncSite:
+    stack: list[str]  # outermost first, at most STACK_DEPTH frames
+    count: int
+    total_us: float
+
+
+@dataclass
+class SyncPoints:
+    count: int
+    total_us: float
+    by_name: dict[str, int]
+    per_step: dict[int, int]  # ProfilerStep number -> syncs started inside it
+    sites: list[SyncSite] = field(default_factory=list)  # by count
+    note: str | None = None
+
+
+def _events(d: Collected, calls: CpuCalls) -> tuple[list[tuple[float, float, int, tuple]], dict[str, int]]:
+    """(ts, dur, name id, thread key) of every sync, and counts by name."""
+    out: list[tuple[float, float, int, tuple]] = []
+    by_name: defaultdict[str, int] = defaultdict(int)
+    sync_ids = [i for i, n in enumerate(d.names) if n in SYNC_CALLS]
+    if sync_ids and len(calls.name):
+        for i in np.flatnonzero(np.isin(calls.name, sync_ids)).tolist():
+            out.append((float(calls.ts[i]), float(calls.dur[i]), int(calls.name[i]), d.threads[int(calls.thread[i])]))
+    read_ids = [i for i, n in enumerate(d.names) if n in SCALAR_READS]
+    if read_ids:
+        for key, arrays in d.ops.items():
+            name = np.frombuffer(arrays[2], np.int64)
+            reads = np.flatnonzero(np.isin(name, read_ids))
+            if len(reads):
+                out += [(arrays[0][i], arrays[1][i], arrays[2][i], key) for i in _waiting(d, calls, key, arrays, reads)]
+    for _, _, n, _ in out:
+        by_name[d.names[n]] += 1
+    return sorted(out), dict(by_name)
+
+
+def _waiting(d: Collected, calls: CpuCalls, key: tuple, arrays, reads: np.ndarray) -> list[int]:
+    """The scalar reads that make the host wait on a device.
+
+    On a GPU trace, those that issued a CUDA call (the device-to-host copy and its sync): a read
+    of a host tensor (e.g. the optimizer's step counters) issues none. On a CPU-only trace nothing
+    waits, so count the reads that would on a GPU: all but those inside ``Optimizer.step`` (its
+    step counters live on the host in GPU runs too).
+    """
+    ts, dur = np.frombuffer(arrays[0], np.float64)[reads], np.frombuffer(arrays[1], np.float64)[reads]
+    if len(d.gpu_ts):
+        thread = d.threads.index(key) if key in d.threads else -1
+        t = np.sort(calls.ts[calls.thread == thread])
+        if len(t) == 0:  # no CUDA call on this thread: none of its reads waited on the device
+            return []
+        first = np.searchsorted(t, ts)
+        has_call = (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur)
+        return reads[has_call].tolist()
+    optimizer = [i for i, n in enumerate(d.names) if n.startswith("Optimizer.step")]
+    inside = np.zeros(len(ts), dtype=bool)
+    for table in (d.ops, d.annotations):  # torch records Optimizer.step as a record_function
+        if key in table:
+            starts, ends, names = columns(table[key])
+            m = np.isin(names, optimizer)
+            if m.any():
+                inside |= outermost(starts[m], ends[m], ts) >= 0
+    return reads[~inside].tolist()
+
+
+def _stack(d: Collected, key: tuple, t: float, cache: dict) -> list[str]:
+    """Python frames at time t on the thread when recorded (with_stack), else its annotations and operators."""
+    cols = cache.get(key)
+    if cols is None:
+        tables = [d.py] if key in d.py else [d.annotations, d.ops]
+        parts = [columns(table[key]) for table in tables if key in table]
+        if not parts:
+            return []
+        starts, ends, names = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        order = np.lexsort((starts - ends, starts))  # by start, the enclosing one first
+        cols = cache[key] = (starts[order], ends[order], names[order])
+    starts, ends, names = cols
+    frames = [
+        d.names[i] for i in names[enclosing(starts, ends, t)].tolist() if not d.names[i].startswith("ProfilerStep#")
+    ]
+    return frames[-STACK_DEPTH:]
+
+
+def sync_points(d: Collected, calls: CpuCalls, steps: dict[int, tuple[float, float]]) -> SyncPoints:
+    events, by_name = _events(d, calls)
+    times = np.sort(np.array([e[0] for e in events], dtype=np.float64))
+    per_step = {
+        n: int(np.searchsorted(times, start + dur, side="right") - np.searchsorted(times, start, side="left"))
+        for n, (start, dur) in steps.items()
+    }
+    sites: dict[tuple, list[float]] = {}
+    cache: dict = {}
+    for ts, dur, name, key in events[:EXAMPLES]:
+        stack = tuple(_stack(d, key, ts, cache)) or (d.names[name],)
+        if stack[-1] != d.names[name]:
+            stack = (*stack, d.names[name])[-STACK_DEPTH:]
+        site = sites.setdefault(stack, [0, 0.0])
+        site[0] += 1
+        site[1] += dur
+    note = None
+    if len(events) > EXAMPLES:
+        note = f"stacks from the first {EXAMPLES} of {len(events)} synchronizations"
+    return SyncPoints(
+        count=len(events),
+        total_us=float(sum(e[1] for e in events)),
+        by_name=by_name,
+        per_step=per_step,
+        sites=sorted((SyncSite(list(k), int(v[0]), float(v[1])) for k, v in sites.items()), key=lambda s: -s.count),
+        note=note,
+    )

@@ -1,0 +1,67 @@
+"""The typed finding, and the per-step figures every rule measures its time at stake against."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import TraceSummary
+
+HIGH, MEDIUM, LOW = "high", "medium", "low"
+
+
+@dataclass
+class Finding:
+    kind: str  # a stable name: docs/diagnose.md
+    severity: str  # high | medium | low, from share_of_step
+    title: str  # one line, in the user's terms
+    time_us_per_step: float  # estimate of the step time at stake
+    share_of_step: float | None  # that time over the median step (0..1); None without step times
+    evidence: dict  # the numbers behind it
+    advice: list[str]  # what to try, first the most likely to help
+    ranks: list[int] = field(default_factory=list)
+    timeline: str | None = None  # id of the report's timeline this is about
+
+
+def severity(share: float | None) -> str:
+    if share is None:
+        return LOW
+    return HIGH if share >= 0.20 else MEDIUM if share >= 0.05 else LOW
+
+
+@dataclass
+class StepBase:
+    """How to turn a trace's total into a per-step figure: ``steps`` captured (1 without step
+    spans) and the median step time (None without)."""
+
+    steps: int
+    median_us: float | None
+
+    def per_step(self, total_us: float) -> float:
+        return total_us / self.steps
+
+    def share(self, per_step_us: float) -> float | None:
+        return per_step_us / self.median_us if self.median_us else None
+
+
+def step_base(trace: TraceSummary) -> StepBase:
+    st = trace["steps"]
+    return StepBase(max(st["count"], 1), st["median_us"])
+
+
+def finding(
+    kind: str, title: str, base: StepBase, per_step_us: float, evidence: dict, advice: list[str], **kw
+) -> Finding:
+    share = base.share(per_step_us)
+    return Finding(kind, severity(share), title, per_step_us, share, evidence, advice, **kw)
+
+
+def timeline_id(rank: int | None, which: str = "median") -> str:
+    """The report's anchor for a rank's median or slowest step timeline."""
+    return f"timeline-rank{rank}-{which}"
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None

@@ -1,0 +1,27 @@
+"""Analysis results as JSON: typed results (dataclasses) become objects, everything else as is.
+
+Every ``--json`` output goes through ``dumps`` so the JSON is the typed result, field for field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+
+def jsonable(obj):
+    """``obj`` with dataclasses turned into dicts and NaN/inf into None (JSON has neither)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {k: jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def dumps(obj, indent: int | None = 1) -> str:
+    return json.dumps(jsonable(obj), indent=indent)

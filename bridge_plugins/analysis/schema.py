@@ -1,0 +1,75 @@
+"""The summary's types: what ``summarize`` returns and every renderer (terminal, JSON, HTML) reads.
+
+The version-1 parts are TypedDicts (plain dicts at run time, checked by the type checker); the
+analyses and findings are dataclasses (analyzers/, findings/). docs/analysis-schema.md describes them.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from bridge_plugins.analysis.analyzers.all import TraceAnalyses
+from bridge_plugins.analysis.findings.model import Finding
+
+
+class StepStats(TypedDict):
+    captured: list[int]
+    count: int
+    min_us: float | None
+    median_us: float | None
+    max_us: float | None
+    note: str | None
+
+
+class GpuBreakdown(TypedDict):
+    span_us: float
+    computation_us: float
+    communication_us: float
+    memory_us: float
+    idle_us: float
+    communication_total_us: float
+    gpu_events: int
+    gpu_events_dropped: int
+
+
+class OpRow(TypedDict):
+    name: str
+    self_us: float
+    total_us: float
+    calls: int
+
+
+class KernelRow(TypedDict):
+    name: str
+    type: str
+    total_us: float
+    calls: int
+
+
+class TraceSummary(TypedDict):
+    file: str
+    rank: int | None  # None only until summarize numbers the traces with no rank
+    rank_source: str
+    world_size: int | None
+    events: int
+    steps: StepStats
+    gpu: GpuBreakdown | None
+    top_cpu_ops: list[OpRow]
+    top_gpu_kernels: list[KernelRow]
+    analyses: TraceAnalyses
+
+
+class Problem(TypedDict):
+    file: str
+    error: str
+
+
+class Summary(TypedDict):
+    schema: str
+    schema_version: int
+    inputs: list[str]
+    findings: list[Finding]
+    traces: list[TraceSummary]
+    cross_rank: list[dict]  # stragglers.cross_rank
+    memory: dict | None  # memory.snapshot.summarize_snapshots, merged
+    problems: list[dict[str, str]]

@@ -1,0 +1,50 @@
+"""Findings and the analyzers' figures as rich renderables for the terminal (summary, diagnose)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from bridge_plugins.analysis.analyzers.headlines import headlines
+from bridge_plugins.analysis.findings.model import HIGH, MEDIUM, Finding
+from bridge_plugins.analysis.text.summary import ms
+
+_STYLE = {HIGH: "bold red", MEDIUM: "yellow"}
+
+
+def findings_table(findings: list[Finding]) -> Table | Text:
+    if not findings:
+        return Text("Findings: nothing stands out (see docs/diagnose.md for what is checked).", style="green")
+    t = Table(title="Findings, largest time at stake first", title_justify="left")
+    for col, justify in (("#", "right"), ("kind", "left"), ("severity", "left"), ("ms/step", "right")):
+        t.add_column(col, justify=justify)
+    t.add_column("share", justify="right")
+    t.add_column("what", overflow="fold")
+    for i, f in enumerate(findings, 1):
+        share = "-" if f.share_of_step is None else f"{100 * f.share_of_step:.1f} %"
+        t.add_row(
+            str(i), f.kind, Text(f.severity, style=_STYLE.get(f.severity, "")), ms(f.time_us_per_step), share, f.title
+        )
+    return t
+
+
+def advice(findings: list[Finding], limit: int = 3) -> list[Text]:
+    """What to try for each kind found, once per kind, in ranking order."""
+    out, seen = [], set()
+    for f in findings:
+        if f.kind in seen:
+            continue
+        seen.add(f.kind)
+        out.append(Text(f"{f.kind}: try", style="bold"))
+        out += [Text(f"  - {a}") for a in f.advice[:limit]]
+    return out
+
+
+def analyses_table(trace: dict) -> Table:
+    """One row per analyzer with its headline figures for one trace."""
+    t = Table(title=f"Why, rank {trace['rank']}", title_justify="left")
+    t.add_column("question")
+    t.add_column("answer", overflow="fold")
+    for question, answer in headlines(trace["analyses"]):
+        t.add_row(question, answer)
+    return t

@@ -1,0 +1,48 @@
+"""``bridge-plugins diagnose PATH... [--json]``: what is wrong, ranked, with evidence and what to try.
+
+Exit status: 0 when at least one trace was read (whether or not anything was found); 2 when
+nothing could be read. ``--json`` prints ``{"schema_version", "findings": [...]}``.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from bridge_plugins.analysis.jsonable import dumps
+from bridge_plugins.analysis.summarize import SCHEMA_VERSION, summarize
+from bridge_plugins.analysis.text.findings import advice, findings_table
+from bridge_plugins.analysis.text.summary import console
+from bridge_plugins.cli import UsageError
+from bridge_plugins.cli.summary import print_problems
+from bridge_plugins.jobdir.scan import NothingToRead
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "diagnose",
+        help="ranked findings: why steps are slow and what to try",
+        description="Ranked findings (host_bound, exposed_communication, sync_point, small_kernels, "
+        "memcpy, straggler, step_variance; docs/diagnose.md) with the time at stake per step, the "
+        "evidence and what to try.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a job or trace directory, or trace files")
+    p.add_argument("--json", action="store_true", help='print {"schema_version", "findings": [...]} as JSON')
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    try:
+        s = summarize(args.paths, top=None)
+    except NothingToRead as e:
+        raise UsageError(str(e)) from None
+    if args.json:
+        print(dumps({"schema_version": SCHEMA_VERSION, "findings": s["findings"]}))
+    else:
+        out = console()
+        out.print(findings_table(s["findings"]))
+        for line in advice(s["findings"]):
+            out.print(line)
+        if not s["traces"]:
+            out.print(Text("no traces read: findings need a trace", style="yellow"))
+    print_problems(s["problems"], "diagnose")
+    return 0
