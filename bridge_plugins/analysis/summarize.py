@@ -41,6 +41,7 @@ import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.reader import TraceError, read_trace
@@ -100,19 +101,20 @@ def _memory(snapshots: list[Path], found: Inputs) -> dict | None:
     return out
 
 
-def summarize(paths: Sequence[str | Path], top: int | None = 10) -> dict:
+def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Workers | None = None) -> dict:
     """The summary dict (module docstring) of job directories and/or trace and snapshot files.
 
     Files that cannot be read are listed in ``problems`` and the rest are summarized. Raises
     job.NothingToRead when no input could be read at all. ``top=None`` keeps every op and kernel.
+    ``workers`` reads the traces in parallel (see analysis.parallel); the result is the same.
     """
     found = find_inputs(paths)
     traces = []
-    for p in found.traces:
-        try:
-            traces.append(summarize_trace(p))
-        except TraceError as e:
-            found.problem(p, str(e).removeprefix(f"{p}: "))
+    for done in (workers or Workers()).map(summarize_trace, found.traces, TraceError):
+        if done.error is None:
+            traces.append(done.value)
+        else:
+            found.problem(done.path, done.error.removeprefix(f"{done.path}: "))
     used = {t["rank"] for t in traces}
     next_rank = 0
     for t in traces:  # a trace with no rank anywhere gets the lowest free number

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge_plugins.cli import UsageError, add_top, top_rows
+from bridge_plugins.cli import UsageError, add_top, add_workers, top_rows, workers
 
 
 def add_parser(sub) -> None:
@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
         "--baseline", nargs="+", metavar="OTHER", help="a baseline run (job directory or files) to compare with"
     )
     add_top(p, "rows in the operator and kernel tables")
+    add_workers(p)
     p.set_defaults(run=run)
 
 
@@ -39,7 +40,7 @@ def run(args) -> int:
     if not out.parent.is_dir():
         raise UsageError(f"-o {out}: directory {out.parent} does not exist")
     try:
-        html, skipped = build(args.paths, args.baseline, top=top)
+        html, skipped = build(args.paths, args.baseline, top=top, workers=workers(args))
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     try:

@@ -121,19 +121,22 @@ def write_report(html: str, out: str | Path) -> Path:
 
 
 def build(
-    paths: Sequence[str | Path], baseline: Sequence[str | Path] | None = None, top: int = 10
+    paths: Sequence[str | Path], baseline: Sequence[str | Path] | None = None, top: int = 10, workers=None
 ) -> tuple[str, list[dict]]:
     """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
-    Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read."""
+    Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read.
+    ``workers`` (analysis.parallel.Workers) reads the traces in parallel."""
     from bridge_plugins.analysis.compare import compare_runs
     from bridge_plugins.analysis.memory.compare import compare_summaries
     from bridge_plugins.analysis.summarize import summarize, with_top
 
-    everything = summarize(paths, top=None)  # every trace and snapshot is read once, also for the comparison
+    everything = summarize(
+        paths, top=None, workers=workers
+    )  # every trace and snapshot is read once, also for the comparison
     summary = with_top(everything, top)
     comparison = memory_comparison = None
     if baseline:
-        base = summarize(baseline, top=None)
+        base = summarize(baseline, top=None, workers=workers)
         comparison = compare_runs(base, everything, top=top)
         base_mem = (base.get("memory") or {}).get("files") or []
         new_mem = (summary.get("memory") or {}).get("files") or []
