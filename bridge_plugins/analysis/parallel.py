@@ -148,36 +148,45 @@ def _serial(fn, paths: list[Path], catch) -> Iterator[tuple[int, Done]]:
 
 
 def _pool(fn, paths: list[Path], sizes: list[int], catch, jobs: int) -> Iterator[tuple[int, Done]]:
+    """A pool of ``jobs`` processes. When one dies (SIGKILL, the OOM killer), the pool is broken and
+    every file it had not finished fails with it; those files are then read again one per fresh
+    process, so only the file that kills its reader is skipped, after POOL_RESTARTS tries."""
     import multiprocessing
 
-    todo = sorted(range(len(paths)), key=lambda i: -sizes[i])  # biggest first
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    for attempt in range(POOL_RESTARTS + 1):
-        failed: list[int] = []
-        why = ""
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
-            futures: dict[Future, int] = {pool.submit(call, fn, paths[i], catch): i for i in todo}
-            pending = set(futures)
-            try:
-                while pending:
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in finished:
-                        i = futures[f]
-                        try:
-                            yield i, f.result()
-                        except BrokenProcessPool as e:
-                            failed.append(i)
-                            why = str(e) or "killed"
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-        if not failed:
-            return
-        todo = sorted(failed, key=lambda i: -sizes[i])
-        if attempt == POOL_RESTARTS:
-            for i in todo:
-                yield i, Done(paths[i], error=f"{paths[i]}: " + WORKER_DIED.format(why=_short(why), n=POOL_RESTARTS))
+    failed: list[int] = []
+    order = sorted(range(len(paths)), key=lambda i: -sizes[i])  # biggest first
+    yield from _run(fn, paths, catch, order, jobs, context, failed)
+    for i in failed:
+        for _ in range(POOL_RESTARTS):
+            again: list[int] = []
+            yield from _run(fn, paths, catch, [i], 1, context, again)
+            if not again:
+                break
+        else:
+            yield (
+                i,
+                Done(
+                    paths[i], error=f"{paths[i]}: " + WORKER_DIED.format(why="killed or out of memory", n=POOL_RESTARTS)
+                ),
+            )
 
 
-def _short(why: str) -> str:
-    return "killed or out of memory" if "terminated abruptly" in why else why.split(".")[0]
+def _run(fn, paths, catch, order: list[int], jobs: int, context, failed: list[int]) -> Iterator[tuple[int, Done]]:
+    """Read ``order`` in a pool of ``jobs``; the files lost to a broken pool go to ``failed``."""
+    with ProcessPoolExecutor(max_workers=min(jobs, len(order)), mp_context=context) as pool:
+        futures: dict[Future, int] = {pool.submit(call, fn, paths[i], catch): i for i in order}
+        pending = set(futures)
+        try:
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in sorted(finished, key=futures.__getitem__):
+                    try:
+                        outcome = f.result()
+                    except BrokenProcessPool:
+                        failed.append(futures[f])
+                        continue
+                    yield futures[f], outcome
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
