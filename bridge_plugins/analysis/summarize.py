@@ -13,6 +13,7 @@ figure does not apply). The terminal tables, the HTML report and ``compare`` all
           "world_size": int | None, "events": int,
           "steps": {"captured": [int], "count": int, "min_us", "median_us", "max_us": float | None,
                     "note": str | None},    # note says why there are no step times
+          "per_step": [{"step": int, "time_us": float, "gpu_idle_share": float | None}],  # trace.per_step
           "gpu": None | {                   # None: a CPU-only trace
             "span_us", "computation_us", "communication_us", "memory_us", "idle_us",
             "communication_total_us": float, "gpu_events": int, "gpu_events_dropped": int},
@@ -44,6 +45,7 @@ from pathlib import Path
 from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector
+from bridge_plugins.analysis.trace.per_step import per_step
 from bridge_plugins.analysis.trace.reader import TraceError, read_trace
 from bridge_plugins.analysis.trace.steps import step_stats
 from bridge_plugins.analysis.trace.stragglers import cross_rank
@@ -76,6 +78,7 @@ def summarize_trace(path: Path) -> dict:
         "world_size": world,
         "events": d.events,
         "steps": step_stats(d.steps),
+        "per_step": per_step(d, keep),
         "gpu": gpu_breakdown.breakdown(d, keep, types),
         "top_cpu_ops": ops.ranked(ops.cpu_ops(d), "self_us"),
         "top_gpu_kernels": ops.ranked(ops.gpu_kernels(d, keep, types), "total_us"),

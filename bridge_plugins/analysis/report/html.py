@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
+from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.memory.snapshot import main_device
+from bridge_plugins.analysis.report import heatmap
 from bridge_plugins.analysis.report.compare import compare_section
 from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, fmt_bytes, fmt_ms, section
@@ -80,7 +82,9 @@ def render(summary: dict, comparison: dict | None = None, memory_comparison: dic
     if problems:
         items = "".join(f"<li>{escape(p['file'])}: {escape(p['error'])}</li>" for p in problems)
         problems_html = f'<section class="problems" id="problems"><b>Files skipped</b><ul>{items}</ul></section>'
-    if summary["traces"]:
+    if ranks_view.is_many(summary):
+        sections, links = heatmap.sections(summary)
+    elif summary["traces"]:
         sections = [steps_section(summary), gpu_section(summary), stragglers_section(summary), tops_section(summary)]
         links = [("steps", "Steps"), ("gpu", "GPU time"), ("stragglers", "Stragglers"), ("tops", "Top ops & kernels")]
     else:

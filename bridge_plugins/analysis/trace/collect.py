@@ -43,6 +43,7 @@ class Collected:
     events: int = 0
     names: list[str] = field(default_factory=list)
     steps: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> duration (us)
+    step_starts: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> its ts (us)
     profiler_step_names: set = field(default_factory=set)  # every name containing ProfilerStep (HTA's test)
     last_profiler_step_end: float | None = None
     gpu_ts: array = field(default_factory=lambda: array("d"))
@@ -128,4 +129,8 @@ class Collector:
             d.last_profiler_step_end = ts + dur
         m = STEP_RE.match(name)
         if m and cat == "user_annotation":
-            d.steps[int(m.group(1))] = max(dur, d.steps.get(int(m.group(1)), 0.0))
+            n = int(m.group(1))
+            longest = max(dur, d.steps.get(n, 0.0))
+            if n not in d.step_starts or dur == longest:  # where the longest span of that number starts
+                d.step_starts[n] = ts
+            d.steps[n] = longest
