@@ -27,7 +27,9 @@ def ray_map(fn, paths: list[Path], catch: type[Exception], address: str) -> Iter
     try:
         ray.init(
             address=address,
-            runtime_env={"py_modules": [str(Path(bridge_plugins.__file__).parent)]},  # the workers read with this version
+            runtime_env={
+                "py_modules": [str(Path(bridge_plugins.__file__).parent)]
+            },  # the workers read with this version
             logging_level=logging.ERROR,
             log_to_driver=False,
         )
