@@ -21,6 +21,7 @@ file whose reading worker keeps dying is a skipped file too, rather than the end
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -173,20 +174,33 @@ def _pool(fn, paths: list[Path], sizes: list[int], catch, jobs: int) -> Iterator
 
 
 def _run(fn, paths, catch, order: list[int], jobs: int, context, failed: list[int]) -> Iterator[tuple[int, Done]]:
-    """Read ``order`` in a pool of ``jobs``; the files lost to a broken pool go to ``failed``."""
-    with ProcessPoolExecutor(max_workers=min(jobs, len(order)), mp_context=context) as pool:
-        futures: dict[Future, int] = {pool.submit(call, fn, paths[i], catch): i for i in order}
-        pending = set(futures)
+    """Read ``order`` in a pool of ``jobs``; the files lost to a broken pool go to ``failed``.
+
+    Ctrl-C is the driver's to handle: the workers never see SIGINT (a Ctrl-C would otherwise kill
+    them one by one and the pool would read their files again), and on KeyboardInterrupt the
+    driver terminates them before passing it on."""
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(order)), mp_context=context)
+    try:
+        # Blocked while the workers are forked (on the first submit): they inherit it blocked, so
+        # never see it, and a Ctrl-C meanwhile waits for the driver, which gets it on unblocking.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in sorted(finished, key=futures.__getitem__):
-                    try:
-                        outcome = f.result()
-                    except BrokenProcessPool:
-                        failed.append(futures[f])
-                        continue
-                    yield futures[f], outcome
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+            futures: dict[Future, int] = {pool.submit(call, fn, paths[i], catch): i for i in order}
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in sorted(finished, key=futures.__getitem__):
+                try:
+                    outcome = f.result()
+                except BrokenProcessPool:
+                    failed.append(futures[f])
+                    continue
+                yield futures[f], outcome
+    except BaseException:
+        for process in list(getattr(pool, "_processes", {}).values()):  # Python 3.14 has terminate_workers()
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)

@@ -146,3 +146,32 @@ def test_flags(inputs):
     )
     r = subprocess.run([sys.executable, "-c", code, *map(str, inputs)], capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "False", r.stderr
+
+
+def test_ctrl_c_stops_the_workers_too(tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group) mid-run: exit 130, no worker process left."""
+    from benchmarks.analysis_scale import build
+
+    big = build(tmp_path / "r0.json", 30)
+    assert big > 0
+    for i in range(1, 4):
+        os.link(tmp_path / "r0.json", tmp_path / f"r{i}.json")
+    environ = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge_plugins", "summary", "--json", "--jobs", "2", *sorted(tmp_path.glob("r*.json"))],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**environ, "PYTHONPATH": str(ROOT)},
+        start_new_session=True,  # its own process group, as a shell gives a command
+    )
+    children: list[int] = []
+    while len(children) < 2 and proc.poll() is None:  # both workers started: the read is under way
+        children = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+    assert proc.poll() is None, "summary ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    for pid in children:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2], pid
