@@ -69,7 +69,7 @@ def _stragglers_table(s: dict) -> Table | Text:
 
 
 def _top(title: str, rows: list[dict], value: str) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = Table(title=title, title_justify="left", min_width=len(title))  # the title on one line
     t.add_column("ms", justify="right")
     t.add_column("calls", justify="right")
     t.add_column("name", overflow="ellipsis", no_wrap=True, max_width=90)
