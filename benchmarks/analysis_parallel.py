@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -104,8 +105,7 @@ def main() -> None:
         )
     print("every variant printed the same bytes as --jobs 1 in every round")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
-    for f in files:
-        f.unlink()
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

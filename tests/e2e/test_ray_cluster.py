@@ -2,7 +2,7 @@
 ``RayCluster`` on the local 2-node Slurm cluster (tests/ray_support.py), driven from outside it
 (``ray://HEAD:10001``), as a user on a login node would.
 
-- summary and compare through Ray print exactly what a local ``--jobs 1`` prints (stdout and
+- summary through Ray (and with RAY_ADDRESS alone) prints exactly what a local ``--jobs 1`` prints (stdout and
   stderr), broken traces included: a trace a worker cannot read is a skipped line, as locally;
 - the tasks ran on both nodes;
 - a worker process killed (SIGKILL, by PID) while it reads a trace is retried by Ray, and the
@@ -67,7 +67,7 @@ def traces(tmp_path_factory) -> list[Path]:
     return sorted(d.iterdir())
 
 
-def test_summary_and_compare_on_ray_print_what_a_local_run_prints(ray_cluster, traces, tmp_path):
+def test_summary_on_ray_prints_what_a_local_run_prints(ray_cluster, traces, tmp_path):
     ray_env = ray_support.auth_env(ray_cluster.temp_dir)
     local = cli("summary", "--json", *traces, "--jobs", "1")
     assert local.returncode == 0 and local.stderr.count("skipped") == 2, local.stderr
