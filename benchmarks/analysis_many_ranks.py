@@ -4,7 +4,7 @@ Part 1, the analysis CLI at scale. Generates N rank trace files of a 10,000-rank
 real ``job128_rank0`` fixture (one rank of a 128-rank NCCL job, 2 ProfilerSteps, 1.8 MB raw, 4.9 k
 events; HolisticTraceAnalysis test data) with ``distributedInfo`` rewritten to rank r of 10,000,
 named as the writer names them (``artifact_names.torch_trace_stem``) in ``<dir>/torch_profile/``.
-Then runs ``python -m bridge_plugins summary DIR --json`` in a fresh process per size (wall time;
+Then runs ``python -m bridge_plugins summary DIR --json [--jobs N]`` in a fresh process per size (wall time;
 peak RSS from ``wait4``, exact) and fits a line through the sizes, to extrapolate to 10,000 files.
 
 Part 2, what 10,000 ranks in ``profile_ranks`` cost, today, as a plain list:
@@ -87,7 +87,7 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - b * mx, b
 
 
-def analysis_part(sizes: list[int], work: Path) -> None:
+def analysis_part(sizes: list[int], work: Path, jobs: list[str]) -> None:
     full = work / "job"
     t0 = time.perf_counter()
     raw_total = generate(full, max(sizes))
@@ -102,7 +102,7 @@ def analysis_part(sizes: list[int], work: Path) -> None:
         job = full if n == max(sizes) else work / f"job{n}"
         if job != full:
             link_subset(full, job, n)
-        wall, rss = measure(["summary", str(job), "--json"], work / f"summary{n}.json")
+        wall, rss = measure(["summary", str(job), "--json", *jobs], work / f"summary{n}.json")
         out_bytes = (work / f"summary{n}.json").stat().st_size
         raw = raw_total / max(sizes) * n
         walls.append(wall)
@@ -119,10 +119,13 @@ def analysis_part(sizes: list[int], work: Path) -> None:
         f"peak RSS {ra + rb * WORLD:.0f} MB"
     )
     html = work / "report.html"
-    wall, rss = measure(["report", str(full), "-o", str(html)], work / "report.out")
+    wall, rss = measure(["report", str(full), "-o", str(html), *jobs], work / "report.out")
+    lines = subprocess.run(
+        [sys.executable, "-m", "bridge_plugins", "summary", str(full), *jobs], capture_output=True, text=True
+    ).stdout.count("\n")
     print(
         f"report (HTML) of {max(sizes)} files: {wall:.1f} s, peak RSS {rss / 1e6:.0f} MB, "
-        f"page {html.stat().st_size / 1e6:.1f} MB"
+        f"page {html.stat().st_size / 1e6:.2f} MB; terminal summary {lines} lines"
     )
 
 
@@ -210,6 +213,7 @@ def main() -> None:
     )
     p.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temporary one, removed)")
     p.add_argument("--skip-analysis", action="store_true", help="only part 2 (profile_ranks figures)")
+    p.add_argument("--jobs", help="passed to summary and report as --jobs (default: theirs, the usable CPUs)")
     args = p.parse_args()
     print(f"# python -m benchmarks.analysis_many_ranks {' '.join(sys.argv[1:])}")
     print(
@@ -220,7 +224,7 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="many_ranks_"))
     try:
         if not args.skip_analysis:
-            analysis_part(sorted(args.sizes), work)
+            analysis_part(sorted(args.sizes), work, ["--jobs", args.jobs] if args.jobs else [])
         ranks_part(work)
     finally:
         if args.work is None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
+from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.summarize import summarize
 
 SCHEMA = "bridge-plugins.compare/1"
@@ -79,9 +80,11 @@ def _deltas(base: dict, new: dict, key: str, value: str, bd: int, nd: int, top: 
     return worse[:top] if top else worse, better[:top] if top else better
 
 
-def compare(base_paths, new_paths, top: int | None = 10) -> dict:
+def compare(base_paths, new_paths, top: int | None = 10, workers: Workers | None = None) -> dict:
     """The comparison dict (module docstring). Raises NothingToRead if either run has nothing readable."""
-    return compare_runs(summarize(base_paths, top=None), summarize(new_paths, top=None), top)
+    return compare_runs(
+        summarize(base_paths, top=None, workers=workers), summarize(new_paths, top=None, workers=workers), top
+    )
 
 
 def compare_runs(base: dict, new: dict, top: int | None = 10) -> dict:

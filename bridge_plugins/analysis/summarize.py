@@ -15,6 +15,7 @@ all read this dict. Version 2 adds ``findings`` (typed Finding objects) and, per
           "world_size": int | None, "events": int,
           "steps": {"captured": [int], "count": int, "min_us", "median_us", "max_us": float | None,
                     "note": str | None},    # note says why there are no step times
+          "per_step": [{"step": int, "time_us": float, "gpu_idle_share": float | None}],  # trace.per_step
           "gpu": None | {                   # None: a CPU-only trace
             "span_us", "computation_us", "communication_us", "memory_us", "idle_us",
             "communication_total_us": float, "gpu_events": int, "gpu_events_dropped": int},
@@ -46,9 +47,11 @@ from pathlib import Path
 
 from bridge_plugins.analysis.analyzers.all import analyze
 from bridge_plugins.analysis.findings.run import rank_findings
+from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.schema import Summary, TraceSummary
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector
+from bridge_plugins.analysis.trace.per_step import per_step
 from bridge_plugins.analysis.trace.reader import TraceError, read_trace
 from bridge_plugins.analysis.trace.steps import step_stats
 from bridge_plugins.analysis.trace.stragglers import cross_rank
@@ -82,6 +85,7 @@ def summarize_trace(path: Path) -> TraceSummary:
         "world_size": world,
         "events": d.events,
         "steps": step_stats(d.steps),
+        "per_step": per_step(d, keep),
         "gpu": gpu_breakdown.breakdown(d, keep, types),
         "top_cpu_ops": ops.ranked(ops.cpu_ops(d), "self_us"),
         "top_gpu_kernels": ops.ranked(ops.gpu_kernels(d, keep, types), "total_us"),
@@ -108,19 +112,20 @@ def _memory(snapshots: list[Path], found: Inputs) -> dict | None:
     return out
 
 
-def summarize(paths: Sequence[str | Path], top: int | None = 10) -> Summary:
+def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Workers | None = None) -> Summary:
     """The summary dict (module docstring) of job directories and/or trace and snapshot files.
 
     Files that cannot be read are listed in ``problems`` and the rest are summarized. Raises
     job.NothingToRead when no input could be read at all. ``top=None`` keeps every op and kernel.
+    ``workers`` reads the traces in parallel (see analysis.parallel); the result is the same.
     """
     found = find_inputs(paths)
     traces: list[TraceSummary] = []
-    for p in found.traces:
-        try:
-            traces.append(summarize_trace(p))
-        except TraceError as e:
-            found.problem(p, str(e).removeprefix(f"{p}: "))
+    for done in (workers or Workers()).map(summarize_trace, found.traces, TraceError):
+        if done.error is None:
+            traces.append(done.value)
+        else:
+            found.problem(done.path, done.error.removeprefix(f"{done.path}: "))
     used = {t["rank"] for t in traces}
     next_rank = 0
     for t in traces:  # a trace with no rank anywhere gets the lowest free number

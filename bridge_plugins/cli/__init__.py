@@ -13,6 +13,8 @@ import argparse
 import importlib
 import sys
 
+from bridge_plugins.analysis.parallel import ClusterUnavailable, Workers, usable_cpus
+
 SUBCOMMANDS = ["summary", "diagnose", "compare", "memory", "report", "trigger"]
 """Each is bridge_plugins/cli/<name>.py."""
 
@@ -33,6 +35,47 @@ def top_rows(args: argparse.Namespace) -> int:
     return args.top
 
 
+def add_workers(parser: argparse.ArgumentParser) -> None:
+    """``--jobs N`` and ``--ray [ADDRESS]``: where traces are read (summary, compare, report, diagnose);
+    see ``workers`` and bridge_plugins.analysis.parallel."""
+
+    group = parser.add_argument_group("reading many traces")
+    group.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        metavar="N",
+        help=f"read N traces at a time in parallel processes (default: the CPUs this process may use, here "
+        f"{usable_cpus()}); the output is the same for every N",
+    )
+    group.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="read the traces on a Ray cluster instead: ray://HEAD:10001 from outside it, HEAD:6379 or 'auto' on "
+        "one of its nodes (default: $RAY_ADDRESS, else 'auto'). The cluster must see the files at the same "
+        "paths. Without --ray, a set RAY_ADDRESS means Ray too, unless --jobs is given",
+    )
+
+
+def workers(args: argparse.Namespace):
+    """The ``Workers`` that ``--jobs``/``--ray`` (and ``RAY_ADDRESS``) ask for, checked."""
+    import os
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: give a positive number of processes")
+    env = os.environ.get("RAY_ADDRESS", "").strip()
+    label = f"bridge-plugins {args.command}"
+    if args.ray is not None:
+        if args.jobs is not None:
+            raise UsageError("--jobs and --ray: give one (--jobs reads here, --ray on a Ray cluster)")
+        return Workers(ray_address=args.ray.strip() or env or "auto", label=label)
+    if env and args.jobs is None:
+        return Workers(ray_address=env, label=label)
+    return Workers(jobs=args.jobs or usable_cpus(), label=label)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bridge-plugins", description="Read and steer the profiles that bridge-plugins takes."
@@ -48,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except UsageError as e:
+        print(f"bridge-plugins {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except ClusterUnavailable as e:
         print(f"bridge-plugins {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

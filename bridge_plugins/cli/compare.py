@@ -11,7 +11,7 @@ import json
 from bridge_plugins.analysis.compare import compare
 from bridge_plugins.analysis.text.compare import print_compare
 from bridge_plugins.analysis.text.summary import console
-from bridge_plugins.cli import UsageError, add_top, top_rows
+from bridge_plugins.cli import UsageError, add_top, add_workers, top_rows, workers
 from bridge_plugins.cli.summary import print_problems
 from bridge_plugins.jobdir.scan import NothingToRead
 
@@ -29,13 +29,14 @@ def add_parser(sub) -> None:
         "--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/compare.py)"
     )
     add_top(p, "rows per regressions/improvements table")
+    add_workers(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     top = top_rows(args)
     try:
-        c = compare([args.base], [args.new], top=top)
+        c = compare([args.base], [args.new], top=top, workers=workers(args))
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     if args.json:

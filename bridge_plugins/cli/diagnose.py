@@ -12,7 +12,7 @@ from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import SCHEMA_VERSION, summarize
 from bridge_plugins.analysis.text.findings import advice, findings_table
 from bridge_plugins.analysis.text.summary import console
-from bridge_plugins.cli import UsageError
+from bridge_plugins.cli import UsageError, add_workers, workers
 from bridge_plugins.cli.summary import print_problems
 from bridge_plugins.jobdir.scan import NothingToRead
 
@@ -27,12 +27,13 @@ def add_parser(sub) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a job or trace directory, or trace files")
     p.add_argument("--json", action="store_true", help='print {"schema_version", "findings": [...]} as JSON')
+    add_workers(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     try:
-        s = summarize(args.paths, top=None)
+        s = summarize(args.paths, top=None, workers=workers(args))
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     if args.json:

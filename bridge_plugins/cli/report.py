@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bridge_plugins.cli import UsageError, add_top, top_rows
+from bridge_plugins.cli import UsageError, add_top, add_workers, top_rows, workers
 
 
 def add_parser(sub) -> None:
@@ -33,6 +33,7 @@ def add_parser(sub) -> None:
         help="a baseline run (job directory or files) to compare with; it takes every path after it",
     )
     add_top(p, "rows in the operator and kernel tables")
+    add_workers(p)
     p.set_defaults(run=run)
 
 
@@ -77,7 +78,7 @@ def run(args) -> int:
     if existed and not args.force:
         raise UsageError(f"-o {out}: exists; add --force to replace it")
     try:
-        html, skipped = build(paths, baseline, top=top)
+        html, skipped = build(paths, baseline, top=top, workers=workers(args))
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     try:

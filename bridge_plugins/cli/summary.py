@@ -11,7 +11,7 @@ import sys
 from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import summarize, without_timelines
 from bridge_plugins.analysis.text.summary import console, print_summary
-from bridge_plugins.cli import UsageError, add_top, top_rows
+from bridge_plugins.cli import UsageError, add_top, add_workers, top_rows, workers
 from bridge_plugins.jobdir.scan import NothingToRead
 
 
@@ -34,6 +34,7 @@ def add_parser(sub) -> None:
         help="with --json: include each rank's step timelines (every bar the report draws; large)",
     )
     add_top(p, "rows in the operator and kernel tables")
+    add_workers(p)
     p.set_defaults(run=run)
 
 
@@ -45,7 +46,7 @@ def print_problems(problems, command: str) -> None:
 def run(args) -> int:
     top = top_rows(args)
     try:
-        s = summarize(args.paths, top=top)
+        s = summarize(args.paths, top=top, workers=workers(args))
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     if args.json:

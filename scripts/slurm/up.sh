@@ -46,7 +46,7 @@ MUNGE_PID=/run/munge/munged.pid
 MARIADB_LOG="$LOG_DIR/mariadb.log"
 DB_NAME=slurm_acct_db
 DB_USER=slurm
-PACKAGES=(slurm-wlm slurmdbd munge mariadb-server iproute2)  # iproute2: `ip` for the nodes' network
+PACKAGES=(slurm-wlm slurmdbd munge mariadb-server iproute2 jq)  # iproute2: `ip` for the nodes' network; jq: NeMo Run's Ray cluster script (tests/e2e/test_ray_cluster.py)
 HOST=$(hostname -s)
 # Node names: the machine's own name in single-node mode, n1..nN otherwise (net.sh maps them).
 if ((NODES == 1)); then NODE_NAMES=("$HOST"); else NODE_NAMES=(); for ((k = 1; k <= NODES; k++)); do NODE_NAMES+=("n$k"); done; fi

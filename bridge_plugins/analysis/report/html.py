@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
+from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.memory.snapshot import main_device
+from bridge_plugins.analysis.report import heatmap
 from bridge_plugins.analysis.report.compare import compare_section
 from bridge_plugins.analysis.report.findings import findings_section, why_section
 from bridge_plugins.analysis.report.memory import memory_section
@@ -84,7 +86,9 @@ def render(summary: dict, comparison: dict | None = None, memory_comparison: dic
     if problems:
         items = "".join(f"<li>{escape(p['file'])}: {escape(p['error'])}</li>" for p in problems)
         problems_html = f'<section class="problems" id="problems"><b>Files skipped</b><ul>{items}</ul></section>'
-    if summary["traces"]:
+    if ranks_view.is_many(summary):
+        sections, links = heatmap.sections(summary)
+    elif summary["traces"]:
         sections = [findings_section(summary), steps_section(summary), timelines_section(summary)]
         sections += [gpu_section(summary), why_section(summary), stragglers_section(summary), tops_section(summary)]
         links = [("findings", "Findings"), ("steps", "Steps"), ("timeline", "Timelines"), ("gpu", "GPU time")]
@@ -138,19 +142,22 @@ def write_report(html: str, out: str | Path, replace: bool = True) -> Path:
 
 
 def build(
-    paths: Sequence[str | Path], baseline: Sequence[str | Path] | None = None, top: int = 10
+    paths: Sequence[str | Path], baseline: Sequence[str | Path] | None = None, top: int = 10, workers=None
 ) -> tuple[str, list[dict]]:
     """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
-    Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read."""
+    Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read.
+    ``workers`` (analysis.parallel.Workers) reads the traces in parallel."""
     from bridge_plugins.analysis.compare import compare_runs
     from bridge_plugins.analysis.memory.compare import compare_summaries
     from bridge_plugins.analysis.summarize import summarize, with_top
 
-    everything = summarize(paths, top=None)  # every trace and snapshot is read once, also for the comparison
+    everything = summarize(
+        paths, top=None, workers=workers
+    )  # every trace and snapshot is read once, also for the comparison
     summary = with_top(everything, top)
     comparison = memory_comparison = None
     if baseline:
-        base = summarize(baseline, top=None)
+        base = summarize(baseline, top=None, workers=workers)
         comparison = compare_runs(base, everything, top=top)
         base_mem = (base.get("memory") or {}).get("files") or []
         new_mem = (summary.get("memory") or {}).get("files") or []

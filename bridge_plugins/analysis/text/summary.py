@@ -111,7 +111,7 @@ def _cross_rank_table(group: dict) -> Table:
     return t
 
 
-def renderables(s: dict) -> list:
+def _per_rank(s: dict) -> list:
     from bridge_plugins.analysis.text.findings import analyses_table, findings_table  # it imports this module
 
     out: list = []
@@ -132,6 +132,14 @@ def renderables(s: dict) -> list:
     for group in s["cross_rank"]:
         if len(group["ranks"]) > 1:
             out.append(_cross_rank_table(group))
+    return out
+
+
+def renderables(s: dict) -> list:
+    from bridge_plugins.analysis import ranks_view
+    from bridge_plugins.analysis.text import many_ranks  # imports this module: not at the top
+
+    out = many_ranks.renderables(s) if ranks_view.is_many(s) else _per_rank(s)
     if s["memory"]:
         from bridge_plugins.analysis.text.memory import brief  # memory figures: the memory/report helper's module
 

@@ -1,0 +1,206 @@
+"""The map over traces: read each trace in its own process, locally or on a Ray cluster.
+
+Why: a job that profiles many ranks leaves many traces, and reading one is a single core's work
+(``summarize.summarize_trace``). ``Workers.map`` runs that per-trace unit in parallel and hands the
+results back in input order, so whatever is built from them (summary, compare, report) is
+byte-identical to reading the files one after another (``jobs=1``, which reads in this process).
+
+- Local (``jobs=N``): a process pool of N workers (``fork``: the driver is single-threaded here,
+  and the workers start without re-importing anything). Biggest files first, so one large trace
+  does not start last and leave the other cores idle.
+- Ray (``ray_address``): one Ray task per trace on an existing cluster (``ray`` is imported only
+  then). The tasks read the files by path, so the cluster must see them where the driver does (a
+  shared file system). This package is shipped to the workers (``runtime_env`` ``py_modules``), so
+  the cluster reads with the driver's version. A task whose worker process dies is retried by Ray
+  (``RAY_TASK_RETRIES``).
+
+Either way a trace that cannot be read comes back as its one-line error (a skipped file), and a
+file whose reading worker keeps dying is a skipped file too, rather than the end of the run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+RAY_TASK_RETRIES = 3
+"""How often Ray reruns a trace whose worker process died (Ray's ``max_retries``)."""
+POOL_RESTARTS = 2
+"""How often a local pool is rebuilt after one of its processes died, before the unfinished files are skipped."""
+WORKER_DIED = "the process reading it died ({why}); retried {n} times"
+
+
+class ClusterUnavailable(Exception):
+    """The Ray cluster asked for could not be reached: ``str(e)`` says which address and why."""
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, which a Slurm or container limit sets)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Done:
+    """One trace's outcome: ``value`` (what the per-trace function returned) or ``error`` (one line)."""
+
+    path: Path
+    value: object = None
+    error: str | None = None
+    node: str | None = None  # where it was read (Ray: the node's address)
+
+
+class Progress:
+    """``summary: 12/125 files, 1.4/10.2 GB, 210 MB/s`` on stderr, rewritten in place.
+
+    Only on a terminal and only for long runs (shown from ``after`` seconds on), so pipes, logs
+    and CI output stay clean."""
+
+    def __init__(self, label: str, total_files: int, total_bytes: int, stream: TextIO | None = None, after=2.0):
+        self.label, self.total_files, self.total_bytes = label, total_files, total_bytes
+        self.stream = sys.stderr if stream is None else stream
+        self.on = self.stream.isatty()
+        self.after, self.start, self.last = after, time.monotonic(), 0.0
+        self.files = self.bytes = 0
+        self.shown = False
+
+    def advance(self, nbytes: int) -> None:
+        self.files += 1
+        self.bytes += nbytes
+        now = time.monotonic()
+        if not self.on or now - self.start < self.after or (now - self.last < 0.25 and self.files < self.total_files):
+            return
+        self.last = now
+        rate = self.bytes / 1e6 / max(now - self.start, 1e-9)
+        line = (
+            f"{self.label}: {self.files}/{self.total_files} files, "
+            f"{self.bytes / 1e9:.2f}/{self.total_bytes / 1e9:.2f} GB, {rate:.0f} MB/s"
+        )
+        self.stream.write("\r" + line + "\x1b[K")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Where the per-trace work runs: ``jobs`` local processes, or the Ray cluster at ``ray_address``."""
+
+    jobs: int = 1
+    ray_address: str | None = None
+    label: str = "bridge-plugins"  # the progress line's prefix
+
+    def map(self, fn: Callable[[Path], object], paths: Sequence[Path], catch: type[Exception]) -> list[Done]:
+        """``fn(path)`` for every path, in input order; an exception of type ``catch`` becomes the
+        file's error (``str(e)``). Any other exception from ``fn`` ends the run, as it would in a loop."""
+        paths = [Path(p) for p in paths]
+        sizes = [_size(p) for p in paths]
+        progress = Progress(self.label, len(paths), sum(sizes))
+        done: dict[int, Done] = {}
+        try:
+            if self.ray_address is not None:
+                from bridge_plugins.analysis.ray_map import ray_map  # imports ray
+
+                outcomes = ray_map(fn, paths, catch, self.ray_address)
+            elif self.jobs <= 1 or len(paths) <= 1:
+                outcomes = _serial(fn, paths, catch)
+            else:
+                outcomes = _pool(fn, paths, sizes, catch, min(self.jobs, len(paths)))
+            for i, outcome in outcomes:
+                done[i] = outcome
+                progress.advance(sizes[i])
+        finally:
+            progress.close()
+        return [done[i] for i in range(len(paths))]
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
+def call(fn: Callable[[Path], object], path: Path, catch: type[Exception]) -> Done:
+    """The per-trace unit as every backend runs it: the value, or the caught error as one line."""
+    try:
+        return Done(path, value=fn(path))
+    except catch as e:
+        return Done(path, error=str(e))
+
+
+def _serial(fn, paths: list[Path], catch) -> Iterator[tuple[int, Done]]:
+    for i, p in enumerate(paths):
+        yield i, call(fn, p, catch)
+
+
+def _pool(fn, paths: list[Path], sizes: list[int], catch, jobs: int) -> Iterator[tuple[int, Done]]:
+    """A pool of ``jobs`` processes. When one dies (SIGKILL, the OOM killer), the pool is broken and
+    every file it had not finished fails with it; those files are then read again one per fresh
+    process, so only the file that kills its reader is skipped, after POOL_RESTARTS tries."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    failed: list[int] = []
+    order = sorted(range(len(paths)), key=lambda i: -sizes[i])  # biggest first
+    yield from _run(fn, paths, catch, order, jobs, context, failed)
+    for i in failed:
+        for _ in range(POOL_RESTARTS):
+            again: list[int] = []
+            yield from _run(fn, paths, catch, [i], 1, context, again)
+            if not again:
+                break
+        else:
+            yield (
+                i,
+                Done(
+                    paths[i], error=f"{paths[i]}: " + WORKER_DIED.format(why="killed or out of memory", n=POOL_RESTARTS)
+                ),
+            )
+
+
+def _run(fn, paths, catch, order: list[int], jobs: int, context, failed: list[int]) -> Iterator[tuple[int, Done]]:
+    """Read ``order`` in a pool of ``jobs``; the files lost to a broken pool go to ``failed``.
+
+    Ctrl-C is the driver's to handle: the workers never see SIGINT (a Ctrl-C would otherwise kill
+    them one by one and the pool would read their files again), and on KeyboardInterrupt the
+    driver terminates them before passing it on."""
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(order)), mp_context=context)
+    try:
+        # Blocked while the workers are forked (on the first submit): they inherit it blocked, so
+        # never see it, and a Ctrl-C meanwhile waits for the driver, which gets it on unblocking.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            futures: dict[Future, int] = {pool.submit(call, fn, paths[i], catch): i for i in order}
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in sorted(finished, key=futures.__getitem__):
+                try:
+                    outcome = f.result()
+                except BrokenProcessPool:
+                    failed.append(futures[f])
+                    continue
+                yield futures[f], outcome
+    except BaseException:
+        for process in list(getattr(pool, "_processes", {}).values()):  # Python 3.14 has terminate_workers()
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
