@@ -13,13 +13,17 @@ taken when the window ends.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridge_plugins.config import foreign
 from bridge_plugins.config.conflicts import exclusive_profilers_error
+
+log = logging.getLogger("bridge_plugins")
 
 DEFAULT_OUTPUT_DIR = "profiling"
 """Where artifacts go when output_dir is None (relative to the job's working directory)."""
@@ -89,10 +93,18 @@ class ProfilingConfig:
         """Ours from a foreign profiling config: Megatron Bridge's (0.3.1 or main), Megatron-LM's, an
         OmegaConf node or a mapping of field values. Fields we share are copied; a field we do not
         support that holds a non-default value, or a shared field whose meaning differs, is named
-        in a ``ForeignConfigWarning``; nothing is dropped silently (see ``foreign_config``)."""
-        from bridge_plugins.config.foreign import profiling_config_from_object
-
-        return profiling_config_from_object(obj)
+        in a warning; nothing is dropped silently (see ``config.foreign``)."""
+        if isinstance(obj, cls):
+            return obj
+        source = foreign.source_name(obj)
+        shared = foreign.shared_values(obj, field_defaults())
+        try:
+            cfg = cls(**shared)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"from {source}: {e}") from None
+        for message in foreign.meaning_differences(dataclasses.asdict(cfg), DEFAULT_OUTPUT_DIR):
+            log.warning("%s: %s", source, message)
+        return cfg
 
     @property
     def has_window(self) -> bool:

@@ -398,7 +398,7 @@ def test_off_by_default_nothing_polls(tmp_path):
 def test_sigterm_while_the_training_thread_holds_the_on_demand_lock_does_not_hang(tmp_path):
     """The SIGTERM handler runs on the training thread, possibly inside its own critical section
     (taken twice per step while a window runs): closing must not wait for that lock. Reaching
-    into ``_on_demand._lock`` is the only way to land the signal there deterministically."""
+    into the controller's ``_lock`` is the only way to land the signal there deterministically."""
     script = f"""
 import os, signal, sys
 from bridge_plugins import ProfilingConfig, ProfilingController
@@ -406,7 +406,7 @@ ctl = ProfilingController(ProfilingConfig(on_demand=True, output_dir={str(tmp_pa
 with ctl:
     with ctl.step(0):
         pass
-    with ctl._on_demand._lock:
+    with ctl._lock:
         os.kill(os.getpid(), signal.SIGTERM)
 print("not reached")
 """

@@ -119,7 +119,7 @@ logging.basicConfig(level=logging.INFO, stream=sys.stdout)
 ctl = None
 
 def sigterm_while_the_window_closes():
-    while ctl is None or ctl._state != "closing":
+    while ctl is None or ctl._window is None or ctl._window.state != "closing":
         time.sleep(0.0002)
     os.kill(os.getpid(), signal.SIGTERM)
 
