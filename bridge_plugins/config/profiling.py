@@ -219,10 +219,12 @@ def _check_ranks(ranks: Any, label: str) -> None:
             raise TypeError(f"{label}={_short(ranks)} holds {r!r} ({type(r).__name__}); ranks must be ints >= 0")
         if r < 0:
             raise ValueError(f"{label}={_short(ranks)} holds negative rank {r}; ranks are >= 0")
-    seen: set = set()
-    dupes = sorted({r for r in ranks if r in seen or seen.add(r)})  # linear: one set lookup per rank
+    seen: set[int] = set()
+    dupes: set[int] = set()
+    for r in ranks:  # linear: one set lookup per rank
+        (dupes if r in seen else seen).add(r)
     if dupes:
-        raise ValueError(f"{label}={_short(ranks)} repeats rank(s) {_short(dupes)}; list each rank once")
+        raise ValueError(f"{label}={_short(ranks)} repeats rank(s) {_short(sorted(dupes))}; list each rank once")
 
 
 def _check_path(path: Any, label: str, is_file: bool) -> None:

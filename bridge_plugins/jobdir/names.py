@@ -73,7 +73,9 @@ def _tags(trigger: int | None, environ: Mapping[str, str] | None) -> str:
     return (f"_trigger{trigger}" if trigger is not None else "") + restart_tag(environ)
 
 
-def torch_trace_stem(rank: int, first: int, last: int, trigger: int | None = None, environ=None) -> str:
+def torch_trace_stem(
+    rank: int, first: int, last: int, trigger: int | None = None, environ: Mapping[str, str] | None = None
+) -> str:
     """Stem of a PyTorch trace (add TORCH_TRACE_SUFFIX, or CHAKRA_TRACE_SUFFIX)."""
     return f"rank{rank}_steps{first}-{last}{_tags(trigger, environ)}"
 
@@ -86,12 +88,14 @@ def split_suffix(name: str, suffix: str | None = None) -> tuple:
     return (p.name[: -len(p.suffix)] if p.suffix else p.name), p.suffix
 
 
-def snapshot_stem(base_stem: str, rank: int, trigger: int | None = None, environ=None) -> str:
+def snapshot_stem(
+    base_stem: str, rank: int, trigger: int | None = None, environ: Mapping[str, str] | None = None
+) -> str:
     """Stem of the window's memory snapshot: ``<base>_<rank>`` (Megatron Bridge's naming)."""
     return f"{base_stem}_{rank}{_tags(trigger, environ)}"
 
 
-def oom_snapshot_stem(base_stem: str, rank: int, environ=None) -> str:
+def oom_snapshot_stem(base_stem: str, rank: int, environ: Mapping[str, str] | None = None) -> str:
     """Stem of the snapshot dumped on an out-of-memory error."""
     return f"{base_stem}_oom_rank{rank}{restart_tag(environ)}"
 

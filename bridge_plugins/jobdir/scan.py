@@ -130,10 +130,12 @@ def find_artifacts(job_dir: Path, memory_snapshot_path: str = artifact_names.DEF
     scanned = scan_job_dir(Path(job_dir), Path(memory_snapshot_path).name)
     found = Artifacts(skipped=scanned.unrecognised)
     for name in scanned.artifacts:
-        if name.kind == "torch_trace":
+        if name.kind == "nsys_report":
+            found.nsys.append(name.path)
+        elif name.rank is None:  # every other kind's name carries the rank
+            continue
+        elif name.kind == "torch_trace":
             found.traces.setdefault(name.rank, []).append(name.path)
         elif name.kind in ("memory_snapshot", "oom_snapshot"):
             found.memory.setdefault(name.rank, []).append(name.path)
-        elif name.kind == "nsys_report":
-            found.nsys.append(name.path)
     return found

@@ -29,14 +29,14 @@ class _ScriptArgs(Mapping):
     @classmethod
     def from_values(cls, values: Mapping[str, Any]):
         """Build from the full ``{field: value}`` map a plugin writes (it must hold the class's fields)."""
-        own = {f.name: values[f.name] for f in dataclasses.fields(cls)}
+        own = {f.name: values[f.name] for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # subclasses are
         args = cls(**own)
         object.__setattr__(args, "_values", dict(values))
         return args
 
     def _mapping(self) -> dict[str, Any]:
         values = self.__dict__.get("_values")
-        return values if values is not None else {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return values if values is not None else {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
 
     def __getitem__(self, key: str) -> Any:
         return self._mapping()[key]

@@ -70,7 +70,7 @@ def plan_profiling(
     current: QuotingChain,
     target: QuotingChain,
     default_output_dir: str | None,
-    converter: Callable[[dict[str, Any]], list[str]] | None = None,
+    converter: Callable[[Any], list[str]] | None = None,
 ) -> Edit:
     """Write ``values`` (ProfilingConfig fields, with ``flag``'s profiler on) into the task.
 

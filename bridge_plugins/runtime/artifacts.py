@@ -150,7 +150,7 @@ def _link_free_name(tmp: Path, directory: Path, stem: str, suffix: str) -> Path:
     raise ArtifactError(f"no free name for {stem}{suffix} in {directory}")
 
 
-def human_size(n: int) -> str:
+def human_size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

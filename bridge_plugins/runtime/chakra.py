@@ -50,6 +50,7 @@ class ChakraBackend(Backend):
             os.rename(self._recording, tmp)
 
         staging, self.staging = self.staging, None
+        assert staging is not None  # set in window_begin, which started the observer
         self.ctx.writer.publish(
             WHAT,
             staging,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bridge_plugins.config.profiling import ProfilingConfig
@@ -55,7 +56,7 @@ class ProfilingController:
         self.rank: int | None = None
         self.world_size: int | None = None
         self.selected = False
-        self.output_dir = None
+        self.output_dir: Path | None = None
         self._next = NEVER  # step() takes the slow path only for steps >= this
         self._window: Window | None = None  # the configured window, on a selected rank
         self._windows: list[Window] = []  # windows a step may still reach, the configured one first

@@ -31,7 +31,7 @@ class SharedRecorder:
                     enabled="all", context="all", stacks="python", max_entries=max_entries
                 )
             if not self._observing:
-                torch._C._cuda_attach_out_of_memory_observer(self._on_oom)
+                torch._C._cuda_attach_out_of_memory_observer(self._on_oom)  # type: ignore[attr-defined]
                 self._observing = True
             self._users.append(on_oom)
 

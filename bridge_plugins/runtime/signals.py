@@ -25,7 +25,7 @@ from typing import Any
 
 log = logging.getLogger("bridge_plugins")
 
-_NAMES = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT (Ctrl-C)"}
+_NAMES: dict[int, str] = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT (Ctrl-C)"}
 
 
 def _main_thread() -> bool:

@@ -8,7 +8,7 @@ window's one reused ``StepScope``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 
 class _NoOp:
@@ -19,7 +19,7 @@ class _NoOp:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
         return False
 
 
@@ -37,6 +37,6 @@ class StepScope:
     def __enter__(self) -> None:
         self.window._enter_step(self.step)
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
         self.window._exit_step(self.step, exc_type)
         return False

@@ -143,6 +143,7 @@ class Window:
         with self._signals.hold():
             self.state, self.next = "closing", NEVER
             first, last = self.first, self.last_seen  # a step interrupted by SIGTERM counts: its events are in
+            assert first is not None and last is not None  # only an open window closes
             try:
                 self._each(lambda b: b.window_end(first, last, sync), "window_end", reverse=True)
             finally:

@@ -16,7 +16,6 @@ import torch
 
 from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.cli import main as cli_main
-from bridge_plugins.cli.trigger import plan_start
 from bridge_plugins.jobdir.on_demand import (
     MAX_FILE_BYTES,
     POLL_ENV,
@@ -24,6 +23,7 @@ from bridge_plugins.jobdir.on_demand import (
     ProtocolError,
     list_requests,
     new_progress,
+    plan_start,
     progress_path,
     publish_request,
     read_progress,
