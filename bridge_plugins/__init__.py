@@ -12,6 +12,7 @@ driver script that only needs the plugins never imports torch through us.
 from bridge_plugins.config.profiling import ProfilingConfig
 
 __all__ = [
+    "__version__",
     "ProfilingConfig",
     "ProfilingController",
     "NsysPlugin",
@@ -27,7 +28,20 @@ _LAZY = {
 }
 
 
+def _version() -> str:
+    """The installed distribution's version (read on first use: importlib.metadata costs an import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bridge-plugins")
+    except PackageNotFoundError:  # a checkout on PYTHONPATH that pip never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'bridge_plugins' has no attribute {name!r}")
