@@ -1,12 +1,9 @@
 """bridge_plugins: profile exactly the steps and ranks you ask for in NeMo Run training jobs.
 
 Launch side (imports nemo_run): ``NsysPlugin``, ``PyTorchProfilerPlugin``, ``FaultTolerancePlugin``.
-Job side (imports torch, never nemo_run): ``ProfilingController``.
-Shared: ``ProfilingConfig``.
-
-The plugin classes and the controller are resolved lazily so that a training job that only
-needs the runtime never pays for ``import nemo_run`` (2-5 s and ~125 MB per rank), and a
-driver script that only needs the plugins never imports torch through us.
+Job side (imports torch, never nemo_run): ``ProfilingController``. Shared: ``ProfilingConfig``.
+The plugins, the controller and ``__version__`` are resolved on first use, so a rank never pays
+for ``import nemo_run`` (2-5 s, ~125 MB) and a driver script never imports torch through us.
 """
 
 from bridge_plugins.config.profiling import ProfilingConfig

@@ -5,9 +5,7 @@
     python -m recipes --profiler nsys --dryrun         # print the launch command, run nothing
     python -m recipes --executor slurm --account bridge --partition debug
 
-It waits for the job, showing its progress, and prints the steps captured, every artifact per
-rank with its size, the summary tables of ``bridge-plugins summary``, the path of the offline HTML
-report it writes beside the artifacts, and how to open the files.
+Then it prints the steps captured, every artifact per rank, the summary, and the HTML report's path.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
-"""Read a foreign profiling config (Megatron Bridge's, Megatron-LM's) into our ProfilingConfig.
+"""Read a foreign profiling config (Megatron Bridge's, Megatron-LM's) into our ProfilingConfig's fields.
 
 Megatron Bridge users keep their ``ConfigContainer.profiling`` when they switch to our controller,
-so nothing they set may vanish or quietly change meaning. Field by field, as of Megatron Bridge
-0.3.1 and its main branch (whose ProfilingConfig extends Megatron-LM's):
-
-* Same name, same meaning, copied: ``use_nsys_profiler``, ``use_pytorch_profiler``,
-  ``profile_step_start``, ``profile_step_end`` (our window is exactly ``start <= step < end`` for
-  both profilers), ``profile_ranks``, ``record_memory_history``, ``memory_snapshot_path``
-  (``<stem>_<rank><suffix>``), ``record_shapes``, ``pytorch_profiler_collect_shapes``,
-  ``pytorch_profiler_collect_callstack``, ``pytorch_profiler_collect_chakra``, ``nvtx_ranges``.
-* Copied, but the meaning differs, so a warning names the field when it matters:
-  ``profile_ranks=[]`` with memory history (Megatron Bridge records memory on no rank, we record it
-  on every rank); a relative ``memory_snapshot_path`` with memory history (Megatron Bridge writes
-  it under the working directory, we under ``output_dir``); ``nvtx_ranges=True`` without nsys
-  (NVTX ranges are seen only by nsys, so it does nothing).
-* Any other field that holds a non-default value is named in a warning and ignored.
-
-Warnings go to the ``bridge_plugins`` logger, which the job's logs show.
+so nothing they set may vanish or quietly change meaning: shared fields are copied, any other set
+field is named in a warning, and shared fields whose meaning differs are named too. The field by
+field table: docs/formats.md. Imports nothing of ours (``ProfilingConfig.from_object`` calls it).
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """ProfilingConfig: the one object the launch side and the job side share.
 
-The launch side (NeMo Run plugins) writes it into a recipe's ``ConfigContainer.profiling`` or
-into command-line overrides; the job side (``ProfilingController``) reads it back. It imports
-neither torch nor nemo_run so both sides, and OmegaConf's structured configs, can use it.
-
-Step semantics: step ``i`` is the 0-based global index of a training iteration (``i``
-iterations completed before it). The profiling window is ``profile_step_start <= i <
-profile_step_end``; both profilers capture exactly those steps and the memory snapshot is
-taken when the window ends.
+The plugins write it into a recipe's ``ConfigContainer.profiling`` or into command-line
+overrides; the controller reads it back. Standard library only, so both sides and OmegaConf's
+structured configs can use it. Step ``i`` is the 0-based global index of a training iteration;
+the window is ``profile_step_start <= i < profile_step_end``, both profilers capture exactly
+those steps, and the memory snapshot is taken when the window ends.
 """
 
 from __future__ import annotations

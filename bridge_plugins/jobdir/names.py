@@ -1,21 +1,9 @@
 """Every artifact name, built and parsed in one place.
 
-The job side (``runtime/``) builds names with the ``*_name`` functions; readers (the analysis
+The job side (``runtime/``) builds names with the ``*_stem`` functions; readers (the analysis
 CLI, the main job's summary, tests) recognise files with :func:`parse`. Nothing else formats or
-re-parses a name by hand, so a change of layout is one edit here.
-
-Layout under a job's ``output_dir``::
-
-    torch_profile/rank<R>_steps<A>-<B>[_trigger<T>][_requeue<N>][_restart<M>][.<k>].pt.trace.json.gz
-    torch_profile/rank<R>_steps<A>-<B>...[.<k>].chakra.json         (Chakra execution trace)
-    <snapshot stem>_<R>[_trigger<T>][_requeue<N>][_restart<M>][.<k>]<snapshot suffix>
-    <snapshot stem>_oom_rank<R>[_requeue<N>][_restart<M>][.<k>]<snapshot suffix>
-    nsys_profile/profile_<pid>[_<jobid>_node<node>_rank<procid>].nsys-rep
-
-``<A>-<B>`` are the first and last global steps captured (inclusive). ``_trigger<T>`` marks a
-window asked for on demand. ``_requeue<N>``/``_restart<M>`` tell attempts of a restarted job
-apart, and ``.<k>`` is added by the writer when a name is already taken (files are never
-overwritten). Imports nothing beyond the standard library.
+re-parses a name by hand, so a change of layout is one edit here. The layout: docs/formats.md.
+Imports nothing beyond the standard library.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """The files through which ``bridge-plugins trigger`` asks a running job to profile its next steps.
 
-Layout under the job's ``output_dir`` (the directory the plugins set to the job directory)::
-
-    on_demand/progress.json         rank 0's progress: step, steps/s, poll interval, ...; replaced
-                                    atomically every poll interval, state "finished" at the end
-    on_demand/requests/<id>.json    one request per trigger, published atomically, never rewritten
-
-Why files and an absolute start step: every rank reads the same request file on the shared file
-system and opens its window when its own global step reaches ``start``, so the selected ranks
-capture the same steps without a collective and cannot disagree. The trigger picks ``start`` far
-enough ahead (from the published step rate and the poll interval) that every rank has read the
-request before reaching it; a rank that reads it too late logs it as stale and ignores it.
-
-Reading is defensive because anyone who can write the directory can put anything there: a request
-that is a symlink, not a regular file, too large (``on_demand_files``), not JSON, or has wrong types
-is rejected with a :class:`ProtocolError` naming the file and the problem. Standard library and
-bridge_plugins.config.profiling only (neither torch nor nemo_run): the CLI and the job both import this module.
+``on_demand/progress.json`` (rank 0's progress) and ``on_demand/requests/<id>.json`` (one per
+trigger), and :func:`plan_start`, the absolute start step a trigger asks for: every rank opens its
+window when its own global step reaches it, so the ranks agree without a collective. Reading is
+defensive (anyone who can write the directory can put anything there): a bad file is a
+:class:`ProtocolError` naming it. Formats and reasons: docs/formats.md.
 """
 
 from __future__ import annotations

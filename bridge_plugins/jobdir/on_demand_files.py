@@ -1,11 +1,9 @@
 """The file mechanics under the on-demand protocol: read a file anyone may have put there, publish
 one that no reader sees half-written.
 
-Apart from the formats (``on_demand``) because these rules hold for every file of the protocol:
-a request or progress file is read only if it is a small regular file, not a symlink or a FIFO,
-and every file is written under a hidden temporary name first, then moved or linked into place,
-in a directory below output_dir that is a real one, never a planted symlink (``own_dirs``).
-Standard library only: the CLI and the job both import this module.
+A request or progress file is read only if it is a small regular file (no symlink, no FIFO), and
+every file is written under a hidden temporary name, then moved or linked into place, in a real
+directory below output_dir (``own_dirs``). Why: docs/guarantees.md. Standard library only.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Which files to read: a job directory's artifacts (by :mod:`bridge_plugins.jobdir.names`) or files named.
 
-In a directory, our traces and snapshots are recognised by the names the writer gives them.
-Files that look like a trace but whose name we do not recognise (renamed, another tool's) are
-skipped with a message rather than guessed at. Dot-names and everything under a hidden directory
-are not looked at: the writer stages each file in ``.<stem>.XXX.tmp/`` (left behind only by a
-SIGKILL) and it is never an artifact. :func:`scan_job_dir` is the one scan of a job directory;
-:func:`find_artifacts` groups it by kind and rank for the main job. Files named explicitly are taken as
-they are: ``*.json``/``*.json.gz`` as traces, ``*.pickle``/``*.pkl`` as memory snapshots.
+:func:`scan_job_dir` is the one scan of a job directory: our names are recognised, trace-like
+files we did not name are reported, dot-names and hidden (staging) directories are skipped.
+:func:`find_artifacts` groups it by kind and rank for the main job; :func:`find_inputs` sorts the
+paths a reader was given (``*.json``/``*.json.gz`` traces, ``*.pickle``/``*.pkl`` snapshots).
 """
 
 from __future__ import annotations

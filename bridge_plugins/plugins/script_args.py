@@ -1,16 +1,9 @@
 """Typed arguments for ``script_args_converter_fn``, with Megatron Bridge's class and field names.
 
-Megatron Bridge (``megatron.bridge.recipes.run_plugins``) hands a converter a dataclass:
-``NsysPluginScriptArgs``, ``PyTorchProfilerPluginScriptArgs`` or ``FaultTolerancePluginScriptArgs``,
-and converters read ``args.profile_step_start``. Ours first handed a ``dict`` of every
-ProfilingConfig field the plugin sets, read as ``args["output_dir"]``. These classes serve both:
-their dataclass fields are exactly Megatron Bridge's (so ``dataclasses.fields``/``asdict`` see
-what an MB converter expects), and they are also read-only mappings over *every* value the plugin
-writes (``args["nvtx_per_op"]``, ``args.items()``, ``dict(args)``), so an existing converter of
-ours keeps working unchanged.
-
-One difference on purpose: ``profile_ranks`` may be ``[]`` (every rank); Megatron Bridge turns
-``[]`` into ``[0]`` before a converter sees it, which makes "every rank" unreachable.
+Dataclasses with exactly Megatron Bridge's fields (``args.profile_step_start``), which are also
+read-only mappings over every value the plugin writes (``args["nvtx_per_op"]``, ``dict(args)``),
+so converters written for either keep working. ``profile_ranks`` may be ``[]`` (every rank), which
+Megatron Bridge turns into ``[0]``. More: docs/formats.md.
 """
 
 from __future__ import annotations

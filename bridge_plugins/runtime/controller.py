@@ -1,19 +1,11 @@
-"""ProfilingController: which rank profiles, and the windows it runs for the training loop.
+"""ProfilingController: which rank profiles, and the windows it runs for the training loop::
 
-Usage in a training loop::
-
-    controller = ProfilingController.from_config(cfg)
-    with controller:                       # before the model is built
+    with ProfilingController.from_config(cfg) as controller:   # before the model is built
         for step in range(first_step, train_iters):
             with controller.step(step):
                 ...one training iteration...
-    controller.artifacts                   # paths written
 
-``step(i)`` is one comparison against ``_next``, the earliest step at which any window (the
-configured one, on-demand ones) or the on-demand poller needs the training thread; below it a
-shared no-op context manager is returned. Windows are ``window.Window``; backends come from one
-registry and a failing one is dropped, never the job. SIGTERM writes what every window captured;
-no signal cuts a write short (``signals.SignalGuard``).
+``step(i)`` is one comparison against the earliest step a window or the poller needs; else a no-op.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The job side of on-demand profiling: a poller thread that reads requests, and the rules that
-accept one. The controller asks this module for requests and runs the windows; this module
-never imports the controller.
+accept one. The controller takes the requests and runs the windows; this module never imports it.
 
-- **Idle cost.** The poller never reads a step counter and nothing happens per step. When it has
-  a new request, or rank 0 needs a step sample for the progress file (once per poll interval), it
-  calls ``wake()`` under the controller's lock; the controller's next ``step()`` takes its slow
-  path, calls :meth:`RequestPoller.take` and recomputes its threshold under the same lock.
-- **Acceptance happens on the training thread** (:func:`accept`), so "stale" is exact, and every
-  rank applies the same rules to the same file, so the ranks agree.
+Idle cost: nothing happens per step. When the poller has a request, or rank 0 needs a step sample
+for the progress file, it calls the controller's ``wake()`` under the controller's lock, so the
+next ``step()`` takes the slow path. Acceptance happens on the training thread
+(:meth:`Acceptance.window_config`), so "stale" is exact and every rank decides alike.
 """
 
 from __future__ import annotations
