@@ -6,8 +6,8 @@
 # Before pytest: scripts/checks.sh (ruff, mypy, lint-imports); a failed check fails the run.
 #
 # scripts/test.sh --quick [pytest args]: the developer loop. The same checks, then the tests that
-# need no Slurm cluster, no real launch (torchrun, NeMo Run), no browser and no HTA; installs
-# neither Chromium nor HTA.
+# need no Slurm cluster, no real launch (torchrun, NeMo Run), no browser and no HTA and are not
+# marked slow, on two workers (pytest-xdist); installs neither Chromium nor HTA.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -18,8 +18,9 @@ if [ "${1:-}" = "--quick" ]; then
 fi
 bash scripts/setup.sh
 if [ "$quick" = 1 ]; then
-  set -- -m "not slurm and not integration" --ignore=tests/analysis/test_hta.py \
-    --ignore=tests/analysis/test_report_browser.py "$@"
+  # two workers, each test file on one of them (module fixtures are made once, file order kept)
+  set -- -m "not slurm and not integration and not slow" --ignore=tests/analysis/test_hta.py \
+    --ignore=tests/analysis/test_report_browser.py -n 2 --dist loadfile "$@"
   export BRIDGE_SKIP_SLURM=1
 else
   bash scripts/install_hta.sh  # test-only: HTA for the cross-check in tests/analysis/test_hta.py (~30 s)

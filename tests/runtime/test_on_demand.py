@@ -341,6 +341,7 @@ def test_back_to_back_on_demand_and_configured_windows(tmp_path, fast_poll):
     ["", "use_pytorch_profiler=True, profile_step_start=150, profile_step_end=152, "],
     ids=["on_demand_only", "with_a_configured_window_whose_handler_runs_first"],
 )
+@pytest.mark.slow
 def test_sigterm_inside_an_on_demand_window_writes_what_it_captured(tmp_path, configured):
     job = f"""
 import logging, sys, time, torch
