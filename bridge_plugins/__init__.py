@@ -1,17 +1,15 @@
 """bridge_plugins: profile exactly the steps and ranks you ask for in NeMo Run training jobs.
 
 Launch side (imports nemo_run): ``NsysPlugin``, ``PyTorchProfilerPlugin``, ``FaultTolerancePlugin``.
-Job side (imports torch, never nemo_run): ``ProfilingController``.
-Shared: ``ProfilingConfig``.
-
-The plugin classes and the controller are resolved lazily so that a training job that only
-needs the runtime never pays for ``import nemo_run`` (2-5 s and ~125 MB per rank), and a
-driver script that only needs the plugins never imports torch through us.
+Job side (imports torch, never nemo_run): ``ProfilingController``. Shared: ``ProfilingConfig``.
+The plugins, the controller and ``__version__`` are resolved on first use, so a rank never pays
+for ``import nemo_run`` (2-5 s, ~125 MB) and a driver script never imports torch through us.
 """
 
 from bridge_plugins.config.profiling import ProfilingConfig
 
 __all__ = [
+    "__version__",
     "ProfilingConfig",
     "ProfilingController",
     "NsysPlugin",
@@ -27,7 +25,20 @@ _LAZY = {
 }
 
 
+def _version() -> str:
+    """The installed distribution's version (read on first use: importlib.metadata costs an import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bridge-plugins")
+    except PackageNotFoundError:  # a checkout on PYTHONPATH that pip never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'bridge_plugins' has no attribute {name!r}")

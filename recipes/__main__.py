@@ -5,9 +5,7 @@
     python -m recipes --profiler nsys --dryrun         # print the launch command, run nothing
     python -m recipes --executor slurm --account bridge --partition debug
 
-It waits for the job, showing its progress, and prints the steps captured, every artifact per
-rank with its size, the summary tables of ``bridge-plugins summary``, the path of the offline HTML
-report it writes beside the artifacts, and how to open the files.
+Then it prints the steps captured, every artifact per rank, the summary, and the HTML report's path.
 """
 
 from __future__ import annotations
@@ -351,23 +349,31 @@ def memory_note(args: argparse.Namespace, arts, device: str | None) -> str | Non
     return f"Memory history: no memory snapshot was written, {why}"
 
 
-def write_html_report(job_dir: Path) -> Path | None:
-    """Write ``bridge-plugins report``'s offline HTML page for the job beside its artifacts; its path.
+def write_html_report(job_dir: Path, summary: dict) -> Path | None:
+    """Write ``bridge-plugins report``'s offline HTML page of ``summary`` beside the artifacts; its path.
 
-    None when the job left nothing the report can read. A report that fails is a warning, never
-    an error: the job's artifacts are already safe and summarized above.
+    A report that fails is a warning, never an error: the job's artifacts are already safe and
+    summarized above.
     """
-    from bridge_plugins.analysis.report.html import build, write_report
+    from bridge_plugins.analysis.report.html import render, write_report
+    from bridge_plugins.analysis.summarize import with_top
     from bridge_plugins.jobdir.names import JOB_REPORT_NAME
+
+    try:
+        return write_report(render(with_top(summary, 10)), job_dir / JOB_REPORT_NAME)
+    except Exception as e:  # noqa: BLE001 - reporting must not turn a finished job into a failure
+        print(f"[recipes] warning: the HTML report could not be written: {e}", file=sys.stderr)
+        return None
+
+
+def summarize_job(job_dir: Path) -> dict | None:
+    """Every figure of the job's traces and snapshots, each file read once; None if none is readable."""
+    from bridge_plugins.analysis.summarize import summarize
     from bridge_plugins.jobdir.scan import NothingToRead
 
     try:
-        html, _skipped = build([job_dir])  # unreadable files are already listed in the summary above
-        return write_report(html, job_dir / JOB_REPORT_NAME)
+        return summarize([job_dir], top=None)
     except NothingToRead:
-        return None
-    except Exception as e:  # noqa: BLE001 - reporting must not turn a finished job into a failure
-        print(f"[recipes] warning: the HTML report could not be written: {e}", file=sys.stderr)
         return None
 
 
@@ -379,15 +385,16 @@ def print_summary(args: argparse.Namespace, job_dir: Path, device: str | None) -
     if args.profiler == "none" and not args.memory_history:
         print("No profiling artifacts: the job ran with no profiler (--profiler none).")
         return
-    text, steps = report(job_dir)
+    arts = find_artifacts(job_dir)
+    summary = summarize_job(job_dir)  # the text, the steps and the HTML report all read this one
+    text, steps = report(job_dir, arts=arts, summary=summary)
     print(text)
     if steps:
         print("\n" + steps_line(steps))
-    arts = find_artifacts(job_dir)
     note = memory_note(args, arts, device)
     if note:
         print("\n" + note)
-    html_report = write_html_report(job_dir)
+    html_report = write_html_report(job_dir, summary) if summary is not None else None
     if html_report is not None:
         print(f"\nHTML report: {html_report}  (opens in any browser, no network needed)")
     lines = how_to_open(arts, job_dir, earlier_job(job_dir))

@@ -1,12 +1,10 @@
 """Ctrl-C in the main job stops the job, and what its profiler captured is still summarized.
 
-Why: NeMo Run starts a local job in a session of its own, so a terminal's Ctrl-C reaches only this
-driver, which waits for the job in a thread pool: the KeyboardInterrupt used to wait for the job to
-end on its own and then end in a traceback, with no summary. Here the first Ctrl-C cancels the job
-through NeMo Run (``Experiment.cancel``: SIGTERM to the job's processes, ``scancel`` on Slurm), so
-each profiled rank writes what its window captured (the controller's SIGTERM rule) and the wait
-ends; the main job then prints the summary and exits 130. A second Ctrl-C skips the summary (the
-job is still stopped). Started with Ctrl-C ignored (``cmd &`` in a script), it keeps ignoring it.
+NeMo Run starts a local job in a session of its own, so a terminal's Ctrl-C reaches only this
+driver. The first Ctrl-C cancels the job through NeMo Run (``Experiment.cancel``: SIGTERM, or
+``scancel`` on Slurm), so each profiled rank writes what its window captured; the main job then
+prints the summary and exits 130. A second Ctrl-C skips the summary. Started with Ctrl-C ignored
+(``cmd &`` in a script), it keeps ignoring it.
 """
 
 from __future__ import annotations

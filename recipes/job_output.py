@@ -1,12 +1,9 @@
 """What the main job shows of a running job's output: its progress lines, never torch's noise.
 
-NeMo Run writes the job's output to log files (``combined.log`` per local job, the sbatch
-``.out`` file on Slurm); :class:`Progress` follows them while the job runs and prints the lines a
-user wants to see. kineto prints ``USDT:... profiler_start`` / ``profiler_stop`` (and, at some log
-levels, ``STAGE:...``) to stderr each time the profiler starts and stops; those lines stay in the
-job's logs and never reach the terminal. Silencing them at the source (``KINETO_LOG_LEVEL=6``)
-would also silence kineto's own warnings and errors, such as CUPTI lacking permissions, so they
-are filtered here instead.
+NeMo Run writes the job's output to log files (``combined.log`` locally, the sbatch ``.out`` on
+Slurm); :class:`Progress` follows them and prints the lines a user wants. kineto's
+``USDT:... profiler_start/stop`` (and ``STAGE:...``) lines stay in the logs and never reach the
+terminal; silencing them at the source would also silence kineto's own warnings and errors.
 """
 
 from __future__ import annotations

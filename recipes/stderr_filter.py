@@ -1,17 +1,11 @@
 """Keep kineto's ``USDT:... profiler_start`` / ``profiler_stop`` markers off the terminal of a
 training job started by hand (``python -m recipes.train``, ``torchrun -m recipes.train``).
 
-kineto writes them from C++ straight to file descriptor 2 each time the profiler starts and
-stops. ``KINETO_LOG_LEVEL=6`` would silence them, but also kineto's own warnings and errors (CUPTI
-without permission, lost events), which users need. So fd 2 is routed through a small filter
-process that drops exactly those marker lines (:func:`recipes.job_output.is_kineto_marker`) and
-passes every other byte on.
-
-Why a process and not a thread: the kernel closes our end of the pipe however this process ends
-(exception, signal, SIGKILL, a crash in C++), so the filter always sees end-of-file and writes
-out the last lines, a traceback included. It ignores SIGINT and SIGTERM, which a terminal or
-``scancel`` sends to the whole process group, so the job's last words still get through; it
-exits at end-of-file. If it cannot start, stderr is left as it was.
+kineto writes them from C++ straight to fd 2, and ``KINETO_LOG_LEVEL=6`` would also silence its
+warnings, so fd 2 goes through a small filter process that drops exactly those lines. A process,
+not a thread: the kernel closes our end of the pipe however this process ends, so the filter
+always writes out the last lines (a traceback too); it ignores SIGINT and SIGTERM so the job's
+last words get through. If it cannot start, stderr is left as it was.
 """
 
 from __future__ import annotations

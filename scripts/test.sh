@@ -3,15 +3,32 @@
 # scripts/slurm/up.sh) when the selected tests include Slurm tests and this machine can (root and
 # apt-get available), run pytest, and stop the daemons this script started.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k controller, which starts no daemons).
+# Before pytest: scripts/checks.sh (ruff, mypy, lint-imports); a failed check fails the run.
+#
+# scripts/test.sh --quick [pytest args]: the developer loop. The same checks, then the tests that
+# need no Slurm cluster, no real launch (torchrun, NeMo Run), no browser and no HTA and are not
+# marked slow, on two workers (pytest-xdist); installs neither Chromium nor HTA.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+quick=0
+if [ "${1:-}" = "--quick" ]; then
+  quick=1
+  shift
+fi
 bash scripts/setup.sh
-bash scripts/install_hta.sh  # test-only: HTA for the cross-check in tests/analysis/test_hta.py (~30 s)
-# test-only: Megatron Bridge 0.6.2's files in .mb/ for tests/plugins/test_mb_real_package.py (~5 s; it fails under CI=true without them)
-bash scripts/install_mb.sh || echo "[test] Megatron Bridge 0.6.2 could not be fetched (see above)"
-# test-only: Debian's chromium for tests/analysis/test_report_browser.py (root + apt-get; that test says why otherwise)
-bash scripts/install_chromium.sh || echo "[test] chromium could not be installed (see above)"
+if [ "$quick" = 1 ]; then
+  # two workers, each test file on one of them (module fixtures are made once, file order kept)
+  set -- -m "not slurm and not integration and not slow" --ignore=tests/analysis/test_hta.py \
+    --ignore=tests/analysis/test_report_browser.py -n 2 --dist loadfile "$@"
+  export BRIDGE_SKIP_SLURM=1
+else
+  bash scripts/install_hta.sh  # test-only: HTA for the cross-check in tests/analysis/test_hta.py (~30 s)
+  # test-only: Megatron Bridge 0.6.2's files in .mb/ for tests/plugins/test_mb_real_package.py (~5 s; it fails under CI=true without them)
+  bash scripts/install_mb.sh || echo "[test] Megatron Bridge 0.6.2 could not be fetched (see above)"
+  # test-only: Debian's chromium for tests/analysis/test_report_browser.py (root + apt-get; that test says why otherwise)
+  bash scripts/install_chromium.sh || echo "[test] chromium could not be installed (see above)"
+fi
 
 started_slurm=0
 stop_slurm() {
@@ -40,12 +57,11 @@ else
   fi
 fi
 set +e
-# lint and format (ruff, configured in pyproject.toml): a failure fails the run after pytest
-.venv/bin/ruff check . && .venv/bin/ruff format --check .
-lint=$?
+bash scripts/checks.sh  # ruff, mypy, lint-imports: pytest runs either way, a failed check fails the run
+checks=$?
 .venv/bin/python -m pytest -ra "$@"
 rc=$?
 set -e
-echo "[test] ruff exit code $lint; pytest exit code $rc after $(( $(date +%s) - start )) s in all"
-if [ "$rc" = 0 ] && [ "$lint" != 0 ]; then rc=$lint; fi
+echo "[test] checks exit code $checks; pytest exit code $rc after $(( $(date +%s) - start )) s in all"
+if [ "$rc" = 0 ] && [ "$checks" != 0 ]; then rc=$checks; fi
 exit $rc

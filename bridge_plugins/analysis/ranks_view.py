@@ -137,7 +137,7 @@ def waiting_count(summary: dict) -> int:
 
 def detail(summary: dict, most: int = 3) -> list[dict]:
     """The traces worth opening: the worst stragglers, else the lowest rank."""
-    by_rank = {}
+    by_rank: dict = {}
     for t in summary["traces"]:
         by_rank.setdefault(t["rank"], t)
     chosen = [by_rank[r["rank"]] for r in stragglers(summary)[:most] if r["rank"] in by_rank]

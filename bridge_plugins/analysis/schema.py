@@ -57,6 +57,7 @@ class TraceSummary(TypedDict):
     top_cpu_ops: list[OpRow]
     top_gpu_kernels: list[KernelRow]
     analyses: TraceAnalyses
+    per_step: list[dict]  # per ProfilerStep: step time and GPU idle share (the many-ranks heatmaps)
 
 
 class Problem(TypedDict):

@@ -44,6 +44,7 @@ import dataclasses
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from bridge_plugins.analysis.analyzers.all import analyze
 from bridge_plugins.analysis.findings.run import rank_findings
@@ -123,7 +124,7 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
     traces: list[TraceSummary] = []
     for done in (workers or Workers()).map(summarize_trace, found.traces, TraceError):
         if done.error is None:
-            traces.append(done.value)
+            traces.append(cast(TraceSummary, done.value))
         else:
             found.problem(done.path, done.error.removeprefix(f"{done.path}: "))
     used = {t["rank"] for t in traces}

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import sys
 
+import bridge_plugins
 from bridge_plugins.analysis.parallel import ClusterUnavailable, Workers, usable_cpus
 
 SUBCOMMANDS = ["summary", "diagnose", "compare", "memory", "report", "trigger"]
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bridge-plugins", description="Read and steer the profiles that bridge-plugins takes."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {bridge_plugins.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
         importlib.import_module(f"bridge_plugins.cli.{name}").add_parser(sub)

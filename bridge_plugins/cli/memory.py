@@ -7,6 +7,7 @@ without running code from them (see bridge_plugins.analysis.memory.loader).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from bridge_plugins.cli import UsageError
 
@@ -32,7 +33,7 @@ def run(args) -> int:
     try:
         if args.compare:
             result = compare_summaries(summarize_snapshot(args.snapshot, None), summarize_snapshot(args.compare, None))
-            text = render_compare
+            text: Callable[[dict], str] = render_compare
         else:
             result, text = summarize_snapshot(args.snapshot), render_summary
     except SnapshotFormatError as e:

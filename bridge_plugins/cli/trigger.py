@@ -10,27 +10,21 @@ restart; nothing here imports torch or the runtime.
 from __future__ import annotations
 
 import argparse
-import math
 import time
-from collections.abc import Iterable
 from pathlib import Path
 
 from bridge_plugins.cli import UsageError
 from bridge_plugins.jobdir.names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX, torch_trace_stem
 from bridge_plugins.jobdir.on_demand import (
     MAX_STEPS,
-    Progress,
     ProtocolError,
+    plan_start,
     progress_path,
     publish_request,
     read_progress,
     valid_requests,
 )
 
-SAFETY_S = 1.0
-"""Extra lead time on top of two poll intervals: clock differences, a slow file system."""
-MARGIN_STEPS = 2
-"""Extra steps of lead: the rank-0 sample can be one step old, and a rank acts on a request at its next step."""
 FRESH_S = 10.0
 """Progress older than max(FRESH_S, 5 poll intervals) means the job is not running (or hangs)."""
 CHECK_ON_DEMAND = (
@@ -68,32 +62,6 @@ def parse_ranks(text: str) -> list[int]:
     if any(r < 0 for r in ranks) or len(set(ranks)) != len(ranks):
         raise UsageError(f"--ranks {text!r}: ranks must be distinct integers >= 0")
     return ranks
-
-
-def plan_start(progress: Progress, now: float, taken: Iterable[tuple[int, int]], steps: int) -> int:
-    """The first step of a new ``steps``-step window, far enough ahead that every rank reads the
-    request first, and clear of every window in ``taken`` ([start, end) pairs: the configured
-    window and the requests already made).
-
-    Lead time: a rank reads the requests directory once per poll interval and acts at its next
-    step, rank 0's sample can be a poll interval old, plus SAFETY_S and MARGIN_STEPS. Clocks of
-    the trigger's host and rank 0's are assumed to agree within SAFETY_S (NTP).
-    """
-    rate = progress.steps_per_s or 0.0
-    # A running job's sample is at most two polls and a step old; an older one means training is
-    # paused (evaluation, a checkpoint) at that step, so do not extrapolate past that.
-    stall = 2 * progress.poll_interval_s + (1 / rate if rate else 0.0)
-    elapsed = min(max(0.0, now - (progress.step_time or now)), stall)
-    estimate = progress.step + rate * elapsed
-    start = math.ceil(estimate + rate * (2 * progress.poll_interval_s + SAFETY_S)) + MARGIN_STEPS
-    taken = sorted(taken)
-    moved = True
-    while moved:  # until the window overlaps none of them (they may overlap each other)
-        moved = False
-        for a, b in taken:
-            if a < start + steps and start < b:
-                start, moved = b, True
-    return start
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             "caching allocator): the request asks for traces only"
         )
         memory = False
-    window = [tuple(progress.window)] if progress.window else []
+    window = [(progress.window[0], progress.window[1])] if progress.window else []
     try:  # a planted symlink on the way to the requests is refused here (own_dirs)
         taken = [(r.start, r.end) for r in valid_requests(job_dir)] + window
         start = plan_start(progress, now, taken, args.steps)

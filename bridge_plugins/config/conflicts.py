@@ -1,12 +1,9 @@
 """Which profiling features exclude each other: each rule said once, for both sides.
 
-Imports neither torch nor nemo_run: ``ProfilingConfig`` validation and the runtime controller
-(job side) use it as well as the plugins (launch side).
-
-* The PyTorch profiler and nsys exclude each other: both drive CUPTI, and a trace of one
-  would show the other's overhead.
-* Fault tolerance (ft_launcher) excludes nsys: nsys cannot follow ft_launcher's restarts, and
-  an nsys capture range conflicts with them. The PyTorch profiler is unaffected.
+* The PyTorch profiler and nsys exclude each other: both drive CUPTI, and a trace of one would
+  show the other's overhead.
+* Fault tolerance (ft_launcher) excludes nsys: nsys cannot follow ft_launcher's restarts.
+Standard library only: ProfilingConfig, the controller and the plugins all use it.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
-"""Read a foreign profiling config (Megatron Bridge's, Megatron-LM's) into our ProfilingConfig.
+"""Read a foreign profiling config (Megatron Bridge's, Megatron-LM's) into our ProfilingConfig's fields.
 
 Megatron Bridge users keep their ``ConfigContainer.profiling`` when they switch to our controller,
-so nothing they set may vanish or quietly change meaning. Field by field, as of Megatron Bridge
-0.3.1 and its main branch (whose ProfilingConfig extends Megatron-LM's):
-
-* Same name, same meaning, copied: ``use_nsys_profiler``, ``use_pytorch_profiler``,
-  ``profile_step_start``, ``profile_step_end`` (our window is exactly ``start <= step < end`` for
-  both profilers), ``profile_ranks``, ``record_memory_history``, ``memory_snapshot_path``
-  (``<stem>_<rank><suffix>``), ``record_shapes``, ``pytorch_profiler_collect_shapes``,
-  ``pytorch_profiler_collect_callstack``, ``pytorch_profiler_collect_chakra``, ``nvtx_ranges``.
-* Copied, but the meaning differs, so a warning names the field when it matters:
-  ``profile_ranks=[]`` with memory history (Megatron Bridge records memory on no rank, we record it
-  on every rank); a relative ``memory_snapshot_path`` with memory history (Megatron Bridge writes
-  it under the working directory, we under ``output_dir``); ``nvtx_ranges=True`` without nsys
-  (NVTX ranges are seen only by nsys, so it does nothing).
-* Any other field that holds a non-default value is named in a warning and ignored.
-
-Warnings go to the ``bridge_plugins`` logger, which the job's logs show.
+so nothing they set may vanish or quietly change meaning: shared fields are copied, any other set
+field is named in a warning, and shared fields whose meaning differs are named too. The field by
+field table: docs/formats.md. Imports nothing of ours (``ProfilingConfig.from_object`` calls it).
 """
 
 from __future__ import annotations
@@ -27,12 +14,11 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bridge_plugins.config.profiling import DEFAULT_OUTPUT_DIR, ProfilingConfig, field_defaults
-
 log = logging.getLogger("bridge_plugins")
 
 
-def _source_name(obj: Any) -> str:
+def source_name(obj: Any) -> str:
+    """``module.Class`` of ``obj``, as warnings name it."""
     cls = type(obj)
     return f"{cls.__module__}.{cls.__qualname__}"
 
@@ -46,7 +32,7 @@ def _read(obj: Any) -> dict[str, Any]:
     if hasattr(obj, "__dict__"):
         return dict(vars(obj))
     raise TypeError(
-        f"cannot read a profiling config from {obj!r} ({_source_name(obj)}); pass a dataclass, "
+        f"cannot read a profiling config from {obj!r} ({source_name(obj)}); pass a dataclass, "
         f"a mapping of ProfilingConfig fields, or an object with those attributes"
     )
 
@@ -80,13 +66,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def profiling_config_from_object(obj: Any) -> ProfilingConfig:
-    """Our ProfilingConfig from ``obj``; see the module docstring for what is copied and what warns."""
-    if isinstance(obj, ProfilingConfig):
-        return obj
-    source = _source_name(obj)
+def shared_values(obj: Any, ours: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj``'s values of the fields in ``ours`` (ProfilingConfig's defaults); every other field that
+    holds a non-default value is named in a warning. TypeError when ``obj`` shares no field."""
+    source = source_name(obj)
     values = _read(obj)
-    ours = field_defaults()
     shared = {k: _plain(v) for k, v in values.items() if k in ours}
     if not shared:
         raise TypeError(
@@ -97,30 +81,25 @@ def profiling_config_from_object(obj: Any) -> ProfilingConfig:
     ignored = [k for k, v in values.items() if k not in ours and not k.startswith("_") and _is_set(k, v, defaults)]
     for name in ignored:
         log.warning("%s.%s=%r is not supported by bridge-plugins and is ignored", source, name, values[name])
-    try:
-        cfg = ProfilingConfig(**shared)
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"from {source}: {e}") from None
-    for message in _meaning_differences(cfg):
-        log.warning("%s: %s", source, message)
-    return cfg
+    return shared
 
 
-def _meaning_differences(cfg: ProfilingConfig) -> list[str]:
-    """Shared fields whose Megatron Bridge meaning differs from ours for these values."""
+def meaning_differences(cfg: Mapping[str, Any], default_output_dir: str) -> list[str]:
+    """Shared fields whose Megatron Bridge meaning differs from ours for these values (``cfg``: our
+    config's fields; ``default_output_dir``: where artifacts go without ``output_dir``)."""
     out = []
-    if cfg.record_memory_history and cfg.profile_ranks == []:
+    if cfg["record_memory_history"] and cfg["profile_ranks"] == []:
         out.append(
             "profile_ranks=[] records memory history on every rank here "
             "(Megatron Bridge records it on none); list the ranks to record"
         )
-    path = os.path.expanduser(cfg.memory_snapshot_path)
-    if cfg.record_memory_history and not os.path.isabs(path):
-        where = os.path.join(cfg.output_dir or DEFAULT_OUTPUT_DIR, cfg.memory_snapshot_path)
+    snapshot = cfg["memory_snapshot_path"]
+    if cfg["record_memory_history"] and not os.path.isabs(os.path.expanduser(snapshot)):
+        where = os.path.join(cfg["output_dir"] or default_output_dir, snapshot)
         out.append(
-            f"memory_snapshot_path={cfg.memory_snapshot_path!r} is relative: snapshots go to {where!r} "
+            f"memory_snapshot_path={snapshot!r} is relative: snapshots go to {where!r} "
             f"(under output_dir; Megatron Bridge writes it under the working directory)"
         )
-    if cfg.nvtx_ranges and not cfg.use_nsys_profiler:
+    if cfg["nvtx_ranges"] and not cfg["use_nsys_profiler"]:
         out.append("nvtx_ranges=True does nothing without use_nsys_profiler: NVTX ranges are seen only by nsys")
     return out

@@ -1,20 +1,10 @@
 """How a value is written as a ``key=value`` override that the job's parser reads back unchanged.
 
-A plain word (``snapshot.pickle``, ``/nemo_run/x.pickle``: letters, digits and ``_ . / -``, led
-by a letter, ``_`` or ``/``, not a bool or null word; ``is_plain_word``) is written bare, as
-Megatron Bridge's converters write it, since every parser reads it back as that string; anything
-else is quoted as below.
-
-The job parses overrides with OmegaConf (``merge_with_dotlist``): the value is read as YAML,
-then ``${...}`` in a string is an interpolation, resolved when the config is built
-(``${train.seed}`` would silently become 1234, ``${HOME}`` fails the job). A string is therefore
-written as a JSON string (a YAML double-quoted scalar, read back verbatim) whose interpolations
-are escaped by OmegaConf's own rule, which OmegaConf undoes when it resolves: ``\\${`` is a
-literal ``${``, and backslashes right before it are doubled. The tests check every string of up
-to 4 characters from ``$ { } \\ a`` (6 characters were checked once, 19,530 strings).
-
-Imports neither torch, nemo_run nor omegaconf: the launch side writes with it, and any job-side
-parser that needs the rule can import it.
+The job parses overrides with OmegaConf: the value is read as YAML and ``${...}`` is an
+interpolation. So a string is written as a JSON string (a YAML double-quoted scalar) whose
+interpolations are escaped by OmegaConf's own rule (``\\${`` is a literal ``${``). More:
+docs/formats.md. A plain word (``snapshot.pickle``; ``is_plain_word``) is written bare, as Megatron
+Bridge's converters write it. Imports neither torch, nemo_run nor omegaconf: both sides can use it.
 """
 
 from __future__ import annotations

@@ -1,25 +1,26 @@
 """ProfilingConfig: the one object the launch side and the job side share.
 
-The launch side (NeMo Run plugins) writes it into a recipe's ``ConfigContainer.profiling`` or
-into command-line overrides; the job side (``ProfilingController``) reads it back. It imports
-neither torch nor nemo_run so both sides, and OmegaConf's structured configs, can use it.
-
-Step semantics: step ``i`` is the 0-based global index of a training iteration (``i``
-iterations completed before it). The profiling window is ``profile_step_start <= i <
-profile_step_end``; both profilers capture exactly those steps and the memory snapshot is
-taken when the window ends.
+The plugins write it into a recipe's ``ConfigContainer.profiling`` or into command-line
+overrides; the controller reads it back. Standard library only, so both sides and OmegaConf's
+structured configs can use it. Step ``i`` is the 0-based global index of a training iteration;
+the window is ``profile_step_start <= i < profile_step_end``, both profilers capture exactly
+those steps, and the memory snapshot is taken when the window ends.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridge_plugins.config import foreign
 from bridge_plugins.config.conflicts import exclusive_profilers_error
+
+log = logging.getLogger("bridge_plugins")
 
 DEFAULT_OUTPUT_DIR = "profiling"
 """Where artifacts go when output_dir is None and OUTPUT_DIR_ENV is unset (relative to the job's
@@ -94,10 +95,18 @@ class ProfilingConfig:
         """Ours from a foreign profiling config: Megatron Bridge's (0.3.1 or main), Megatron-LM's, an
         OmegaConf node or a mapping of field values. Fields we share are copied; a field we do not
         support that holds a non-default value, or a shared field whose meaning differs, is named
-        in a ``ForeignConfigWarning``; nothing is dropped silently (see ``foreign_config``)."""
-        from bridge_plugins.config.foreign import profiling_config_from_object
-
-        return profiling_config_from_object(obj)
+        in a warning; nothing is dropped silently (see ``config.foreign``)."""
+        if isinstance(obj, cls):
+            return obj
+        source = foreign.source_name(obj)
+        shared = foreign.shared_values(obj, field_defaults())
+        try:
+            cfg = cls(**shared)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"from {source}: {e}") from None
+        for message in foreign.meaning_differences(dataclasses.asdict(cfg), DEFAULT_OUTPUT_DIR):
+            log.warning("%s: %s", source, message)
+        return cfg
 
     @property
     def has_window(self) -> bool:
@@ -212,10 +221,12 @@ def _check_ranks(ranks: Any, label: str) -> None:
             raise TypeError(f"{label}={_short(ranks)} holds {r!r} ({type(r).__name__}); ranks must be ints >= 0")
         if r < 0:
             raise ValueError(f"{label}={_short(ranks)} holds negative rank {r}; ranks are >= 0")
-    seen: set = set()
-    dupes = sorted({r for r in ranks if r in seen or seen.add(r)})  # linear: one set lookup per rank
+    seen: set[int] = set()
+    dupes: set[int] = set()
+    for r in ranks:  # linear: one set lookup per rank
+        (dupes if r in seen else seen).add(r)
     if dupes:
-        raise ValueError(f"{label}={_short(ranks)} repeats rank(s) {_short(dupes)}; list each rank once")
+        raise ValueError(f"{label}={_short(ranks)} repeats rank(s) {_short(sorted(dupes))}; list each rank once")
 
 
 def _check_path(path: Any, label: str, is_file: bool) -> None:

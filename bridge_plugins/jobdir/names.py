@@ -1,21 +1,9 @@
 """Every artifact name, built and parsed in one place.
 
-The job side (``runtime/``) builds names with the ``*_name`` functions; readers (the analysis
+The job side (``runtime/``) builds names with the ``*_stem`` functions; readers (the analysis
 CLI, the main job's summary, tests) recognise files with :func:`parse`. Nothing else formats or
-re-parses a name by hand, so a change of layout is one edit here.
-
-Layout under a job's ``output_dir``::
-
-    torch_profile/rank<R>_steps<A>-<B>[_trigger<T>][_requeue<N>][_restart<M>][.<k>].pt.trace.json.gz
-    torch_profile/rank<R>_steps<A>-<B>...[.<k>].chakra.json         (Chakra execution trace)
-    <snapshot stem>_<R>[_trigger<T>][_requeue<N>][_restart<M>][.<k>]<snapshot suffix>
-    <snapshot stem>_oom_rank<R>[_requeue<N>][_restart<M>][.<k>]<snapshot suffix>
-    nsys_profile/profile_<pid>[_<jobid>_node<node>_rank<procid>].nsys-rep
-
-``<A>-<B>`` are the first and last global steps captured (inclusive). ``_trigger<T>`` marks a
-window asked for on demand. ``_requeue<N>``/``_restart<M>`` tell attempts of a restarted job
-apart, and ``.<k>`` is added by the writer when a name is already taken (files are never
-overwritten). Imports nothing beyond the standard library.
+re-parses a name by hand, so a change of layout is one edit here. The layout: docs/formats.md.
+Imports nothing beyond the standard library.
 """
 
 from __future__ import annotations
@@ -73,7 +61,9 @@ def _tags(trigger: int | None, environ: Mapping[str, str] | None) -> str:
     return (f"_trigger{trigger}" if trigger is not None else "") + restart_tag(environ)
 
 
-def torch_trace_stem(rank: int, first: int, last: int, trigger: int | None = None, environ=None) -> str:
+def torch_trace_stem(
+    rank: int, first: int, last: int, trigger: int | None = None, environ: Mapping[str, str] | None = None
+) -> str:
     """Stem of a PyTorch trace (add TORCH_TRACE_SUFFIX, or CHAKRA_TRACE_SUFFIX)."""
     return f"rank{rank}_steps{first}-{last}{_tags(trigger, environ)}"
 
@@ -86,12 +76,14 @@ def split_suffix(name: str, suffix: str | None = None) -> tuple:
     return (p.name[: -len(p.suffix)] if p.suffix else p.name), p.suffix
 
 
-def snapshot_stem(base_stem: str, rank: int, trigger: int | None = None, environ=None) -> str:
+def snapshot_stem(
+    base_stem: str, rank: int, trigger: int | None = None, environ: Mapping[str, str] | None = None
+) -> str:
     """Stem of the window's memory snapshot: ``<base>_<rank>`` (Megatron Bridge's naming)."""
     return f"{base_stem}_{rank}{_tags(trigger, environ)}"
 
 
-def oom_snapshot_stem(base_stem: str, rank: int, environ=None) -> str:
+def oom_snapshot_stem(base_stem: str, rank: int, environ: Mapping[str, str] | None = None) -> str:
     """Stem of the snapshot dumped on an out-of-memory error."""
     return f"{base_stem}_oom_rank{rank}{restart_tag(environ)}"
 

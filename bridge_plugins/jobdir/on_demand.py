@@ -1,21 +1,10 @@
 """The files through which ``bridge-plugins trigger`` asks a running job to profile its next steps.
 
-Layout under the job's ``output_dir`` (the directory the plugins set to the job directory)::
-
-    on_demand/progress.json         rank 0's progress: step, steps/s, poll interval, ...; replaced
-                                    atomically every poll interval, state "finished" at the end
-    on_demand/requests/<id>.json    one request per trigger, published atomically, never rewritten
-
-Why files and an absolute start step: every rank reads the same request file on the shared file
-system and opens its window when its own global step reaches ``start``, so the selected ranks
-capture the same steps without a collective and cannot disagree. The trigger picks ``start`` far
-enough ahead (from the published step rate and the poll interval) that every rank has read the
-request before reaching it; a rank that reads it too late logs it as stale and ignores it.
-
-Reading is defensive because anyone who can write the directory can put anything there: a request
-that is a symlink, not a regular file, too large (``on_demand_files``), not JSON, or has wrong types
-is rejected with a :class:`ProtocolError` naming the file and the problem. Standard library and
-bridge_plugins.config.profiling only (neither torch nor nemo_run): the CLI and the job both import this module.
+``on_demand/progress.json`` (rank 0's progress) and ``on_demand/requests/<id>.json`` (one per
+trigger), and :func:`plan_start`, the absolute start step a trigger asks for: every rank opens its
+window when its own global step reaches it, so the ranks agree without a collective. Reading is
+defensive (anyone who can write the directory can put anything there): a bad file is a
+:class:`ProtocolError` naming it. Formats and reasons: docs/formats.md.
 """
 
 from __future__ import annotations
@@ -26,9 +15,10 @@ import os
 import re
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from bridge_plugins.config.profiling import is_int
 from bridge_plugins.jobdir.on_demand_files import MAX_FILE_BYTES as MAX_FILE_BYTES  # re-exported: part of the protocol
@@ -47,7 +37,7 @@ MAX_STEPS = 1000
 _REQUEST_NAME = re.compile(r"^(\d{1,18})\.json$")
 
 
-def poll_interval(environ=None) -> float:
+def poll_interval(environ: Mapping[str, str] | None = None) -> float:
     """The poll interval in seconds: ``$BRIDGE_ON_DEMAND_POLL_S`` if it is a number in (0, 3600], else 1."""
     raw = (os.environ if environ is None else environ).get(POLL_ENV, "")
     try:
@@ -107,7 +97,7 @@ class Progress:
     can_record_memory: bool | None = None
 
 
-def _is_num(v) -> bool:
+def _is_num(v: Any) -> bool:
     return (is_int(v) or isinstance(v, float)) and math.isfinite(v)
 
 
@@ -160,7 +150,7 @@ def list_requests(output_dir: PathLike, create: bool = False) -> list[tuple[str,
     except FileNotFoundError:
         return []
 
-    def key(name: str):
+    def key(name: str) -> tuple[int, int, str]:
         m = _REQUEST_NAME.match(name)
         return (0, int(m.group(1)), name) if m else (1, 0, name)
 
@@ -215,7 +205,7 @@ def write_progress(output_dir: PathLike, progress: Progress) -> None:
         raise
 
 
-def new_progress(**fields) -> Progress:
+def new_progress(**fields: Any) -> Progress:
     return Progress(written=time.time(), pid=os.getpid(), host=socket.gethostname(), **fields)
 
 
@@ -240,3 +230,37 @@ def publish_request(output_dir: PathLike, start: int, end: int, ranks: Sequence[
         finally:
             tmp.unlink()
     raise OSError(f"no free request id in {directory}")
+
+
+SAFETY_S = 1.0
+"""Extra lead time on top of two poll intervals: clock differences, a slow file system."""
+MARGIN_STEPS = 2
+"""Extra steps of lead: the rank-0 sample can be one step old, and a rank acts on a request at its next step."""
+
+
+def plan_start(progress: Progress, now: float, taken: Iterable[tuple[int, int]], steps: int) -> int:
+    """The first step of a new ``steps``-step window, far enough ahead that every rank reads the
+    request first, and clear of every window in ``taken`` ([start, end) pairs: the configured
+    window and the requests already made).
+
+    Lead time: a rank reads the requests directory once per poll interval and acts at its next
+    step, rank 0's sample can be a poll interval old, plus SAFETY_S and MARGIN_STEPS. Clocks of
+    the trigger's host and rank 0's are assumed to agree within SAFETY_S (NTP).
+    """
+    rate = progress.steps_per_s or 0.0
+    # A running job's sample is at most two polls and a step old; an older one means training is
+    # paused (evaluation, a checkpoint) at that step, so do not extrapolate past that.
+    stall = 2 * progress.poll_interval_s + (1 / rate if rate else 0.0)
+    elapsed = min(max(0.0, now - (progress.step_time or now)), stall)
+    if progress.step is None:
+        raise ValueError("the job has not reported a step yet")
+    estimate = progress.step + rate * elapsed
+    start = math.ceil(estimate + rate * (2 * progress.poll_interval_s + SAFETY_S)) + MARGIN_STEPS
+    taken = sorted(taken)
+    moved = True
+    while moved:  # until the window overlaps none of them (they may overlap each other)
+        moved = False
+        for a, b in taken:
+            if a < start + steps and start < b:
+                start, moved = b, True
+    return start

@@ -1,22 +1,20 @@
 """The file mechanics under the on-demand protocol: read a file anyone may have put there, publish
 one that no reader sees half-written.
 
-Apart from the formats (``on_demand``) because these rules hold for every file of the protocol:
-a request or progress file is read only if it is a small regular file, not a symlink or a FIFO,
-and every file is written under a hidden temporary name first, then moved or linked into place,
-in a directory below output_dir that is a real one, never a planted symlink (``own_dirs``).
-Standard library only: the CLI and the job both import this module.
+A request or progress file is read only if it is a small regular file (no symlink, no FIFO), and
+every file is written under a hidden temporary name, then moved or linked into place, in a real
+directory below output_dir (``own_dirs``). Why: docs/guarantees.md. Standard library only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
 import time
 from pathlib import Path
 
 from bridge_plugins.jobdir.own_dirs import PathLike, real_dir_below
+from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
 MAX_FILE_BYTES = 64 * 1024
 
@@ -26,30 +24,23 @@ class ProtocolError(ValueError):
 
 
 def read_json_file(path: PathLike) -> dict:
-    """A small JSON object from a regular file that is not a symlink; ProtocolError otherwise.
-
-    O_NOFOLLOW refuses symlinks, O_NONBLOCK keeps a FIFO from blocking the reader, and the size
-    is checked on the open descriptor before reading.
-    """
+    """A small JSON object from a regular file that is not a symlink (``open_regular``, which also
+    keeps a FIFO from blocking); the size is checked on the open file. ProtocolError otherwise."""
     path = Path(path)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        if stat.S_ISLNK(os.lstat(path).st_mode):
-            raise ProtocolError(f"{path} is a symlink; only regular files are read")
-        fd = os.open(path, flags)
-    except ProtocolError:
-        raise
+        fh = open_regular(path, follow_symlinks=False)
+    except NotARegularFile as e:
+        reason = str(e)
+        raise ProtocolError(
+            f"{path} {reason}" if "symlink" in reason else f"{path} is not a regular file ({reason})"
+        ) from None
     except OSError as e:
         raise ProtocolError(f"{path} cannot be opened ({e.strerror or e})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ProtocolError(f"{path} is not a regular file")
-        if st.st_size > MAX_FILE_BYTES:
-            raise ProtocolError(f"{path} is {st.st_size} bytes, more than the {MAX_FILE_BYTES} a request may have")
-        raw = os.read(fd, MAX_FILE_BYTES + 1)
-    finally:
-        os.close(fd)
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > MAX_FILE_BYTES:
+            raise ProtocolError(f"{path} is {size} bytes, more than the {MAX_FILE_BYTES} a request may have")
+        raw = fh.read(MAX_FILE_BYTES + 1)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:

@@ -1,41 +1,10 @@
 """The directories we create under ``output_dir`` are never a symlink someone planted there.
 
-Why: ``output_dir`` may be a shared, writable place (a team's job directory, a scratch file
-system). Anyone who can write it can create ``torch_profile`` (or ``on_demand/requests``, or the
-memory snapshot's directory) before our job does, as a symlink into a directory they control;
-``mkdir(exist_ok=True)`` would accept it and our traces, snapshots and requests would land (or be
-read) there. So every directory below ``output_dir`` that we write into or read requests from goes
-through :func:`real_dir_below`, which creates it or accepts it only if it is a real directory.
-
-What is allowed:
-
-- ``output_dir`` itself (``root``) may be, or pass through, a symlink: the user configured it,
-  that is their choice (``runtime/paths.resolve_output_dir`` resolves it once at entry). The same
-  holds for a directory the user named outside ``output_dir`` (an absolute
-  ``memory_snapshot_path``): it is its own root.
-- A real directory owned by another user is accepted. In a team-shared output_dir a teammate's
-  earlier job made ``torch_profile/`` legitimately, and refusing it would break every later job
-  there. Its owner can list, rename and remove what we publish in it (as anyone may who can write
-  a non-sticky output_dir), and, with a default ACL on it, read files created there whatever our
-  umask says; to keep profiles private, make output_dir (or that directory) private.
-
-How: the components below ``root`` are walked with directory descriptors, each made with
-``mkdir(dir_fd=...)`` if missing and opened with ``O_DIRECTORY | O_NOFOLLOW``, so the walk itself
-cannot be redirected: a symlink swapped in between our mkdir and our open is refused too.
-
-What remains (TOCTOU): callers then use paths. The artifact writer checks that its staging
-directory was made inside the directory just checked, and checks the directory again before
-publishing, so nothing is published through a link swapped in meanwhile. But a file is written
-into the staging directory by path (an export takes seconds), so someone who renames our
-directory away at that moment and puts a link there (and a directory of the staging directory's
-random, hidden name behind it) receives the partial file. Closing that needs every writer, torch's
-exporters among them, to write relative to a directory descriptor. It is acceptable: it takes write
-permission on the directory that holds ours, without the sticky bit, and an active race; whoever
-has that can already delete or replace everything we publish there. In a sticky shared directory
-(mode 1777, like /tmp) nobody else can rename our entries, so only planting beforehand is
-possible, and a planted link is refused here.
-
-Standard library only: the trigger CLI and the job both use it.
+``output_dir`` may be shared and writable; a neighbour could plant ``torch_profile`` (or
+``on_demand/requests``) as a symlink into a directory they control. :func:`real_dir_below`
+creates each directory below it, or accepts it only if it is a real one, walking with directory
+descriptors (``O_DIRECTORY | O_NOFOLLOW``). What is allowed, and the race that remains:
+docs/guarantees.md. Standard library only: the trigger CLI and the job both use it.
 """
 
 from __future__ import annotations

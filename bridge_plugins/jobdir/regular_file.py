@@ -1,13 +1,14 @@
-"""Open a file to read only if it is a regular file: a FIFO or device named as a trace or snapshot
-would block the read forever (or never end), so it is refused with a one-line reason instead.
+"""The one safe open for reading: a regular file only, never a FIFO or device that would block
+the read forever, with a one-line reason otherwise (readers and the on-demand protocol use it).
 
 Opened with O_NONBLOCK so that opening a FIFO with no writer returns at once; the check is on the
 opened descriptor (fstat), so the file cannot be swapped between the check and the read. Symlinks
-to regular files are followed: a reader has nothing to protect from them.
+are followed unless the caller reads files anyone may have planted (``follow_symlinks=False``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -18,9 +19,16 @@ class NotARegularFile(Exception):
     """``str(e)`` is what the path is instead (the caller names the file)."""
 
 
-def open_regular(path: str | Path) -> BinaryIO:
-    """``path`` opened for binary reading; NotARegularFile if it is a directory, FIFO, device or socket."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+def open_regular(path: str | Path, follow_symlinks: bool = True) -> BinaryIO:
+    """``path`` opened for binary reading; NotARegularFile if it is a directory, FIFO, device or
+    socket, or (``follow_symlinks=False``, for files anyone may have planted) a symlink."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if e.errno == errno.ELOOP and not follow_symlinks:
+            raise NotARegularFile("is a symlink; only regular files are read") from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):

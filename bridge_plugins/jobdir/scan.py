@@ -1,13 +1,10 @@
 """Which files to read: a job directory's artifacts (by :mod:`bridge_plugins.jobdir.names`) or files named.
 
-In a directory, our traces and snapshots are recognised by the names the writer gives them; the
-readers also take torch's own trace names (``tensorboard_trace_handler``: ``*.pt.trace.json[.gz]``)
-and any other ``.json[.gz]`` whose start holds a ``traceEvents`` key (a Chrome trace), so they read
-a profiler's log directory too; other JSON files are listed as skipped. Dot-names and everything under a hidden directory
-are not looked at: the writer stages each file in ``.<stem>.XXX.tmp/`` (left behind only by a
-SIGKILL) and it is never an artifact. :func:`scan_job_dir` is the one scan of a job directory;
-:func:`find_artifacts` groups it by kind and rank for the main job. Files named explicitly are taken as
-they are: ``*.json``/``*.json.gz`` as traces, ``*.pickle``/``*.pkl`` as memory snapshots.
+:func:`scan_job_dir` is the one scan of a job directory: our names are recognised, trace-like
+files we did not name are read when they are Chrome traces (torch's ``*.pt.trace.json[.gz]``, or a
+``traceEvents`` key near the start) and reported otherwise, dot-names and hidden (staging) directories are skipped.
+:func:`find_artifacts` groups it by kind and rank for the main job; :func:`find_inputs` sorts the
+paths a reader was given (``*.json``/``*.json.gz`` traces, ``*.pickle``/``*.pkl`` snapshots).
 """
 
 from __future__ import annotations
@@ -154,10 +151,12 @@ def find_artifacts(job_dir: Path, memory_snapshot_path: str = artifact_names.DEF
     scanned = scan_job_dir(Path(job_dir), Path(memory_snapshot_path).name)
     found = Artifacts(skipped=scanned.unrecognised)
     for name in scanned.artifacts:
-        if name.kind == "torch_trace":
+        if name.kind == "nsys_report":
+            found.nsys.append(name.path)
+        elif name.rank is None:  # every other kind's name carries the rank
+            continue
+        elif name.kind == "torch_trace":
             found.traces.setdefault(name.rank, []).append(name.path)
         elif name.kind in ("memory_snapshot", "oom_snapshot"):
             found.memory.setdefault(name.rank, []).append(name.path)
-        elif name.kind == "nsys_report":
-            found.nsys.append(name.path)
     return found

@@ -2,15 +2,7 @@
 
 This package imports nemo_run; the job side (``bridge_plugins.runtime``) never imports it, and
 nothing here imports the runtime. Each plugin is a small keyword-only dataclass with one ``setup``;
-shared mechanics are plain functions beside them:
-
-* ``tasks``: what a plugin writes into a task, via ``partial_config`` (run.Partial) and
-  ``script_overrides`` (run.Script args);
-* ``executor_traits``: what differs per NeMo Run executor, one table keyed by executor type;
-* ``quoting``: ``QuotingChain``, how a string survives an executor's shell layers;
-* ``nsys_launcher``, ``ft_launcher``: the launcher changes; ``nsys_binary``: no nsys where a
-  local job runs is refused at ``exp.run()``; ``edits``: plan first, then apply;
-* ``nemo_run_compat``: the few private NeMo Run attributes we must touch, and why.
+shared mechanics are plain functions beside them (one line per module: docs/architecture.md).
 """
 
 from bridge_plugins.plugins.edits import NsysNotFoundError, NsysNotFoundWarning, ProfilingPluginWarning

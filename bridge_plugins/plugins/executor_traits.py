@@ -152,7 +152,7 @@ def argv_fixes(executor: run.Executor, launcher: Launcher | None) -> tuple[str, 
     traits = traits_for(executor)
     if traits.delivery != "argv":
         return ()
-    fixes = ("--quoted",) if quotes_script_args(launcher) else ()
+    fixes: tuple[str, ...] = ("--quoted",) if quotes_script_args(launcher) else ()
     if traits.nsys_empty_arg and launcher is not None and launcher.nsys_profile:
         fixes += ("--nsys-postfix",)
     return fixes

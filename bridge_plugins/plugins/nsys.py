@@ -65,6 +65,6 @@ class NsysPlugin(ProfilerPlugin):
             trace=DEFAULT_NSYS_TRACE if self.nsys_trace is None else self.nsys_trace,
             extra_args=self.nsys_extra_args,
             gpu_metrics=self.nsys_gpu_metrics,
-            profile_ranks=self.profile_ranks,
+            profile_ranks=self.profile_ranks if self.profile_ranks is not None else [0],
         )
         apply([self.plan_task(task, executor, launcher_now, launcher_after), executor_edit])

@@ -1,18 +1,11 @@
 """QuotingChain: the quoting layers a string passes through between a plugin and the program.
 
-A run.Script arg, or an nsys option, passes through up to four stages before it is an element of
-the program's argv:
-
-* NeMo Run's torchrun/ft_launcher component applies ``shlex.quote`` to every *script* arg
-  (never to nsys options, which are prepended afterwards);
-* the scheduler's macro substitution (string.Template ``safe_substitute``): ``$$`` becomes ``$``
-  and ``${img_root}``, ``${replica_id}`` ... are replaced;
-* the delivery (``ExecutorTraits.delivery``): Popen, a bash script, or docker's ``bash -c "..."``;
-* on Slurm with ``nsys_gpu_metrics``, the whole command inside ``bash -c '...'``.
-
-A chain lists the layers the plugin applies, innermost first, so that these stages hand the
-program exactly the intended string. ``decode`` is the inverse, used to read back args the
-task already has. A string that no encoding can carry raises ValueError.
+A run.Script arg or an nsys option passes through up to four stages: NeMo Run's ``shlex.quote``
+of script args, the scheduler's macro substitution (``$$``, ``${img_root}``), the executor's
+delivery (Popen, a bash script, docker's ``bash -c``) and, on Slurm with GPU metrics, one more
+``bash -c``. A chain lists the layers the plugin applies, innermost first, so the program gets
+exactly the intended string; ``decode`` reads back what a task already has. A string that no
+encoding can carry raises ValueError.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Typed arguments for ``script_args_converter_fn``, with Megatron Bridge's class and field names.
 
-Megatron Bridge (``megatron.bridge.recipes.run_plugins``) hands a converter a dataclass:
-``NsysPluginScriptArgs``, ``PyTorchProfilerPluginScriptArgs`` or ``FaultTolerancePluginScriptArgs``,
-and converters read ``args.profile_step_start``. Ours first handed a ``dict`` of every
-ProfilingConfig field the plugin sets, read as ``args["output_dir"]``. These classes serve both:
-their dataclass fields are exactly Megatron Bridge's (so ``dataclasses.fields``/``asdict`` see
-what an MB converter expects), and they are also read-only mappings over *every* value the plugin
-writes (``args["nvtx_per_op"]``, ``args.items()``, ``dict(args)``), so an existing converter of
-ours keeps working unchanged.
-
-One difference on purpose: ``profile_ranks`` may be ``[]`` (every rank); Megatron Bridge turns
-``[]`` into ``[0]`` before a converter sees it, which makes "every rank" unreachable.
-
-The ``_default_*_converter`` functions carry Megatron Bridge's names and write its keys in its
-order, byte for byte for the values its plugins can hold (a string that is not a plain word is
-quoted, see ``override_value``): they are what a plugin sends by default, with our own keys
-appended by ``tasks`` only when set to something other than their default.
+Dataclasses with exactly Megatron Bridge's fields (``args.profile_step_start``), which are also
+read-only mappings over every value the plugin writes (``args["nvtx_per_op"]``, ``dict(args)``),
+so converters written for either keep working. ``profile_ranks`` may be ``[]`` (every rank), which
+Megatron Bridge turns into ``[0]``. The ``_default_*_converter`` functions carry Megatron Bridge's names and write its keys in its order.
+More: docs/formats.md.
 """
 
 from __future__ import annotations
@@ -38,14 +27,14 @@ class _ScriptArgs(Mapping):
     @classmethod
     def from_values(cls, values: Mapping[str, Any]):
         """Build from the full ``{field: value}`` map a plugin writes (it must hold the class's fields)."""
-        own = {f.name: values[f.name] for f in dataclasses.fields(cls)}
+        own = {f.name: values[f.name] for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # subclasses are
         args = cls(**own)
         object.__setattr__(args, "_values", dict(values))
         return args
 
     def _mapping(self) -> dict[str, Any]:
         values = self.__dict__.get("_values")
-        return values if values is not None else {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return values if values is not None else {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
 
     def __getitem__(self, key: str) -> Any:
         return self._mapping()[key]

@@ -73,7 +73,7 @@ def with_overrides(owner: str, args: Sequence[str], raw_args: Sequence[str], cha
             return True
         decoded = chain.decode_or_none(arg)
         parsed = _parse_override(decoded) if decoded is not None else None
-        return bool(parsed) and parsed[0] in keys
+        return parsed is not None and parsed[0] in keys
 
     return [a for a in args if not replaced(a)] + encoded
 

@@ -91,7 +91,7 @@ def plan_profiling(
     current: QuotingChain,
     target: QuotingChain,
     default_output_dir: str | None,
-    converter: Callable[[dict[str, Any]], list[str]] | None = None,
+    converter: Callable[[Any], list[str]] | None = None,
     env: dict[str, str] | None = None,
     env_output_dir: str | None = None,
     route: Sequence[str] = (),

@@ -1,16 +1,9 @@
 """Artifact writing: staged privately, checked, published atomically, never overwriting.
 
-Every file a backend produces is made inside a fresh private staging directory in the target
-directory (``tempfile.mkdtemp``: an unpredictable name, created exclusively, mode 0700). A
-neighbour on a shared file system can neither guess it nor plant a symlink or a FIFO in it, so we
-never write through a link or block on a pipe. The file is then checked (complete, see
-``verify``), fsynced, and published under its final name with ``os.link``, which fails instead of
-replacing anything already there, and the published entry is checked to be the very file we
-wrote. A reader never sees a truncated file under a final name, a restarted job gets
-``<name>.1<suffix>`` instead of destroying an earlier attempt's profile, and the staging
-directory is removed whatever happens (only SIGKILL can leave one behind: a hidden ``.*.tmp``
-directory). The target directory, when below ``output_dir``, must be a real directory, never a
-symlink planted there (``own_dirs``); the staging directory is checked to be inside it.
+Each file is made in a fresh private staging directory beside its target (``mkdtemp``), checked
+complete (``verify``), fsynced and published with ``os.link``, which never replaces anything: a
+reader never sees a truncated file, and a restarted job gets ``<name>.1<suffix>``. The target
+directory must be a real one (``own_dirs``). Why and against whom: docs/guarantees.md.
 """
 
 from __future__ import annotations
@@ -150,7 +143,7 @@ def _link_free_name(tmp: Path, directory: Path, stem: str, suffix: str) -> Path:
     raise ArtifactError(f"no free name for {stem}{suffix} in {directory}")
 
 
-def human_size(n: int) -> str:
+def human_size(n: float) -> str:
     """Binary units, as the readers print sizes (``12.5 KiB``): one file, one figure, everywhere."""
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GB":

@@ -1,12 +1,9 @@
 """The interface every profiling backend implements, and the context each one is built with.
 
-A backend is told about the controller's lifecycle through these methods, in this order:
-``on_enter`` (controller entry), then for the window ``window_begin``, ``step_begin``/``step_end``
-per step, ``window_end``; ``on_exit`` at controller exit (or on SIGTERM) must leave nothing
-pending (background writes joined). ``abort`` is called after any method raised: stop whatever
-is still running, best effort. Every method is a no-op here, so a backend overrides only what it
-needs. The controller calls them inside failure isolation (``call_each``): a backend that raises is logged and
-dropped, and training goes on.
+Call order: ``on_enter`` (controller entry), then per window ``window_begin``, ``step_begin`` /
+``step_end`` per step, ``window_end``; ``on_exit`` (controller exit or SIGTERM) leaves nothing
+pending. ``abort`` follows any method that raised. Every method is a no-op here. :func:`call_each`
+is the failure isolation: a backend that raises is logged, aborted and dropped; training goes on.
 """
 
 from __future__ import annotations

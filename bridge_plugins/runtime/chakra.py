@@ -1,12 +1,10 @@
 """Chakra execution trace backend (``pytorch_profiler_collect_chakra``): one per rank per window.
 
 torch.profiler.ExecutionTraceObserver records every operator with its inputs, outputs and
-dependencies (the MLCommons Chakra format, for replay and simulation). It writes its JSON while it
-runs, so it records into a private staging directory from the window's first step to its last,
-and the file is checked complete and published like the Kineto trace, beside it and named the
-same way (``rank<R>_steps<A>-<B>.chakra.json``). It opens before the PyTorch profiler and closes
-after it (registry order), so the window's ``ProfilerStep#N`` nodes are all in it, and nothing
-outside the window is.
+dependencies (MLCommons Chakra, for replay and simulation), writing its JSON while it runs: so it
+records into a private staging directory and is published like the Kineto trace, beside it
+(``rank<R>_steps<A>-<B>.chakra.json``). It opens before the PyTorch profiler and closes after it
+(registry order), so exactly the window's ``ProfilerStep#N`` nodes are in it.
 """
 
 from __future__ import annotations
@@ -50,6 +48,7 @@ class ChakraBackend(Backend):
             os.rename(self._recording, tmp)
 
         staging, self.staging = self.staging, None
+        assert staging is not None  # set in window_begin, which started the observer
         self.ctx.writer.publish(
             WHAT,
             staging,

@@ -1,12 +1,10 @@
 """CUDA memory-history backend: record from start-up, snapshot per rank when the window ends.
 
-Recording starts when the controller is entered (before the model exists, so parameter and
-optimizer allocations are in the history), keeps Python stacks only (C++ stacks make a dump take
-minutes), and is capped at ``memory_history_max_entries`` events. The snapshot is pickled with
-protocol 4, which PyTorch's memory_viz page reads, as ``<stem>_<rank><suffix>``; then recording
-stops, so the rest of training pays nothing (unless another window of this process still records:
-they share torch's one recorder, see memory_recorder). An out-of-memory error at any time while
-recording dumps ``<stem>_oom_rank<rank><suffix>``.
+Recording starts at controller entry (so parameters and optimizer state are in the history), keeps
+Python stacks only (C++ stacks make a dump take minutes) and is capped at
+``memory_history_max_entries`` events. The snapshot (pickle protocol 4, which memory_viz reads) is
+``<stem>_<rank><suffix>``; then recording stops unless another window still records
+(``memory_recorder``). An out-of-memory error while recording dumps ``<stem>_oom_rank<rank><suffix>``.
 """
 
 from __future__ import annotations

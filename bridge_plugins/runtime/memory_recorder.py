@@ -1,13 +1,10 @@
 """torch's one CUDA memory-history recorder per process, shared by the windows that record.
 
-Why: a configured window and an on-demand window (``bridge-plugins trigger --memory``) can record
-at the same time: the on-demand one is accepted, and starts recording, while the configured one
-still runs. Recording is one process-wide switch, so the first window to end used to switch it
-off for both, and the later snapshot missed everything after that. Here recording starts with
-the first window and stops after the last. torch also keeps every out-of-memory observer ever
-attached (there is no detach), so one observer per process passes an OOM to the oldest window
-still recording: one OOM snapshot per OOM. While windows share the recorder, the first one's
-``max_entries`` holds.
+A configured window and an on-demand one (``trigger --memory``) can record at the same time, and
+recording is one process-wide switch: it starts with the first window and stops after the last.
+torch keeps every out-of-memory observer ever attached, so one observer per process passes an OOM
+to the oldest window still recording (one OOM snapshot per OOM). While windows share the
+recorder, the first one's ``max_entries`` holds.
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ class SharedRecorder:
                     enabled="all", context="all", stacks="python", max_entries=max_entries
                 )
             if not self._observing:
-                torch._C._cuda_attach_out_of_memory_observer(self._on_oom)
+                torch._C._cuda_attach_out_of_memory_observer(self._on_oom)  # type: ignore[attr-defined]
                 self._observing = True
             self._users.append(on_oom)
 

@@ -36,7 +36,7 @@ BACKENDS = (
 )
 
 
-def enabled_factories(cfg: ProfilingConfig) -> list[Callable]:
+def enabled_factories(cfg: ProfilingConfig) -> list[type[Backend]]:
     """The backend classes ``cfg`` turns on, in registry order."""
     found = []
     for entry in BACKENDS:

@@ -1,17 +1,9 @@
 """Signals on a profiled rank: SIGTERM writes what was captured, and no signal cuts a write short.
 
-Why: jobs are stopped with SIGTERM (scancel, torchrun's agent, Kubernetes), often twice (scancel
-signals the task and the agent forwards another), and people press Ctrl-C. Acting on a signal in
-the middle of writing a trace loses it: a second SIGTERM used to restore the default action and
-kill the job mid-write, and a KeyboardInterrupt inside ``Thread.join()`` makes Python 3.11 treat
-the export thread as finished, so the interpreter exits under it.
-
-So: while a profile is being written (a ``hold()``: closing the window, waiting for a background
-export), SIGTERM and SIGINT are recorded, logged once, and delivered when the hold ends, after
-the write. Before a SIGTERM is delivered, held or not, ``on_sigterm`` runs once (inside a hold):
-it writes what was captured and joins what a close only started (a background export). Delivery puts back the handler that was there before and calls it,
-or re-raises the signal so the default action ends the process as it would have. Only SIGKILL
-(or a signal to a process that is not the main thread's) is beyond reach.
+While a profile is being written (a ``hold()``), SIGTERM and SIGINT are recorded, logged once and
+delivered when the hold ends. Before a SIGTERM is delivered, ``on_sigterm`` runs once (inside a
+hold) and writes what was captured; delivery then puts back the previous handler and calls it, or
+re-raises the signal. Why (scancel signals twice, Ctrl-C inside ``Thread.join``): docs/guarantees.md.
 """
 
 from __future__ import annotations
@@ -25,7 +17,7 @@ from typing import Any
 
 log = logging.getLogger("bridge_plugins")
 
-_NAMES = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT (Ctrl-C)"}
+_NAMES: dict[int, str] = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT (Ctrl-C)"}
 
 
 def _main_thread() -> bool:

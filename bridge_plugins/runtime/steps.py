@@ -2,13 +2,13 @@
 
 ``step(i)`` is called every training step, so an unprofiled step must cost almost nothing: one
 shared ``NOOP`` object whose ``__enter__``/``__exit__`` do nothing (a ``with`` on a prebuilt object
-costs ~0.2 us; a generator-based context manager ~1.4 us). Steps inside the window get the
-controller's one reused ``StepScope``.
+costs ~0.2 us; a generator-based context manager ~1.4 us). Steps inside a window get that
+window's one reused ``StepScope``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 
 class _NoOp:
@@ -19,7 +19,7 @@ class _NoOp:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
         return False
 
 
@@ -27,16 +27,16 @@ NOOP = _NoOp()
 
 
 class StepScope:
-    """The context manager for a step inside the window (one per controller, reused)."""
+    """The context manager for a step inside a window (one per window, reused)."""
 
-    __slots__ = ("ctl", "step")
+    __slots__ = ("window", "step")
 
-    def __init__(self, ctl: Any):
-        self.ctl, self.step = ctl, -1
+    def __init__(self, window: Any):
+        self.window, self.step = window, -1
 
     def __enter__(self) -> None:
-        self.ctl._enter_step(self.step)
+        self.window._enter_step(self.step)
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        self.ctl._exit_step(self.step, exc_type)
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
+        self.window._exit_step(self.step, exc_type)
         return False

@@ -1,14 +1,10 @@
 """PyTorch profiler backend: one gzip Chrome trace per rank per window.
 
-The profiler is driven step by step by the controller, not by ``torch.profiler.schedule``
-arithmetic: a schedule counts cycles from the profiler's own step 0 (so a window 2..6 built with
-``schedule(wait=0, warmup=0, active=4)`` records only 4 and 5), and Megatron Bridge's
-``wait=start-1, warmup=1`` records one step early. Here the profiler starts recording at the
-window's first step with ``step_num`` set to the global step, so its ``ProfilerStep#N``
-annotations carry the global step numbers and the trace holds exactly the steps that ran.
-
-A profiler session the user opened around the loop is never touched: starting ours would end
-theirs and leave it empty, so our window is skipped with a warning instead.
+The window drives the profiler step by step rather than with ``torch.profiler.schedule``, whose
+cycles count from the profiler's own step 0 (Megatron Bridge's ``wait=start-1, warmup=1`` records
+one step early): recording starts at the window's first step with ``step_num`` set to the global
+step, so ``ProfilerStep#N`` carries global step numbers and the trace holds exactly the window.
+A profiler session the user opened around the loop is left alone (our window is skipped, with a warning).
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """What a PyTorch trace says about itself, so readers (HTA, our summary) need not guess from names.
 
-- ``distributedInfo`` (rank, world_size): torch adds it only when torch.distributed is
-  initialized (then with the backend and process groups, and we leave it alone). A rank that
-  profiles without a process group (plain srun tasks, a single process) gets ours, from the same
-  rank detection the controller uses (RANK, then SLURM_PROCID).
-- ``bridge_plugins``: the configured window, the steps captured, and the ProfilingConfig.
-
-Both are top-level keys of the trace JSON (``profile.add_metadata_json``), which works only while
-the profiler runs: distributedInfo is added after ``start()``, ours just before ``stop()``.
-
-Kineto writes a metadata value into the file as given, except that it turns every backslash
-into ``/``: a JSON escape (``\"`` inside a path, ``\u00e9`` for non-ASCII) would come out as
-broken JSON and take the whole trace with it. So our values hold no backslash: non-ASCII is kept
-as UTF-8, and a string that would need an escape (a double quote, a backslash, a control
-character) is percent-encoded, its config field named in ``percent_encoded``.
+``distributedInfo`` (rank, world size) where torch.distributed did not add it, and
+``bridge_plugins`` (the window, the steps captured, the config): top-level keys of the trace JSON,
+added while the profiler runs. Values never hold a backslash, which Kineto would turn into ``/``
+and break the JSON: such strings are percent-encoded. Details: docs/formats.md.
 """
 
 from __future__ import annotations

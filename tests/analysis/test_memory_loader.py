@@ -65,7 +65,11 @@ def test_hostile_pickle_is_refused_and_creates_no_file(tmp_path, capsys, protoco
     "name, content, expect",
     [
         ("trace.json", json.dumps({"traceEvents": []}).encode(), "not a CUDA memory snapshot"),
-        ("trace.json.gz", gzip.compress(b'{"traceEvents": []}'), "not a CUDA memory snapshot"),
+        (
+            "trace.json.gz",
+            gzip.compress(b'{"traceEvents": []}', mtime=0),
+            "not a CUDA memory snapshot",
+        ),  # mtime=0: the same test id in every pytest-xdist worker
         ("empty.pickle", b"", "not a CUDA memory snapshot"),
         ("truncated.pickle", (FIXTURES / "memory_schema.pickle").read_bytes()[:1000], "not a readable pickle"),
         ("ints.pickle", pickle.dumps([1, 2, 3]), "malformed entry"),

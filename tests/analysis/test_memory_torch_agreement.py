@@ -60,6 +60,7 @@ def test_leak_candidates_equal_torch_unfreed_allocations(path):
     assert sum(r["bytes"] for r in dev["alive_at_end"]) == sum(size for _, size in unfreed) + before
 
 
+@pytest.mark.slow
 def test_peak_rise_equals_torch_memory_profiler_timeline(tmp_path):
     """Same profile, two readers: torch's memory timeline and our reading of the snapshot torch
     makes from it. The snapshot drops tensors that predate profiling and are never touched, so we

@@ -74,6 +74,7 @@ def test_summary_of_a_directory_of_traces_named_otherwise_says_to_name_the_files
     assert "name the files" in lines[0] and f"{tmp_path}/*.json.gz" in lines[0], lines[0]
 
 
+@pytest.mark.slow
 def test_train_help_piped_into_head_ends_without_a_traceback():
     # `python -m recipes.train --help | head`: the reader leaves before the help is written
     proc = subprocess.Popen(

@@ -273,21 +273,22 @@ def test_job_report_is_a_warning_when_it_cannot_be_written_and_absent_when_nothi
     import gzip
 
     from bridge_plugins.jobdir import names as artifact_names
-    from recipes.__main__ import write_html_report
+    from recipes.__main__ import summarize_job, write_html_report
 
-    assert write_html_report(tmp_path) is None, "no traces or snapshots: no report"
+    assert summarize_job(tmp_path) is None, "no traces or snapshots: no summary, so no report"
     traces = tmp_path / artifact_names.TORCH_TRACE_DIR
     traces.mkdir()
     step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 0, "dur": 10, "pid": 1, "tid": 1}
     name = artifact_names.torch_trace_stem(0, 3, 3, environ={}) + artifact_names.TORCH_TRACE_SUFFIX
     with gzip.open(traces / name, "wt") as f:
         json.dump({"traceEvents": [step]}, f)
+    summary = summarize_job(tmp_path)
     (tmp_path / JOB_REPORT_NAME).mkdir()  # something in the way of the report
-    assert write_html_report(tmp_path) is None
+    assert write_html_report(tmp_path, summary) is None
     err = capsys.readouterr().err
     assert "warning: the HTML report could not be written" in err and "Traceback" not in err
     (tmp_path / JOB_REPORT_NAME).rmdir()
-    assert write_html_report(tmp_path) == tmp_path / JOB_REPORT_NAME and not capsys.readouterr().err
+    assert write_html_report(tmp_path, summary) == tmp_path / JOB_REPORT_NAME and not capsys.readouterr().err
 
 
 def test_ctrl_c_stops_the_job_and_still_summarizes_its_profile(tmp_path):

@@ -256,6 +256,7 @@ def init_fields(obj):
     return type(obj), {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
 
 
+@pytest.mark.slow
 def test_job_side_never_imports_nemo_run_and_plugins_never_import_runtime():
     code = (
         "import sys; import bridge_plugins.runtime, recipes.train; "

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from tests.support import run_job, trace_files
 
 MARKER = "USDT:2026-11-30 18:58:24 16877:16877 SyncActivityProfilerHandler.cpp:52] profiler_start"
 
 
+@pytest.mark.slow
 def test_torch_itself_prints_usdt_markers_to_stderr():
     """The control: without our filter, a profiler start and stop print the markers."""
     code = "import torch\nwith torch.profiler.profile():\n    torch.ones(2) + 1\n"
@@ -16,6 +19,7 @@ def test_torch_itself_prints_usdt_markers_to_stderr():
     assert "USDT:" in proc.stderr and "profiler_start" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_profiled_training_run_shows_no_usdt_markers(tmp_path):
     proc = run_job(
         [

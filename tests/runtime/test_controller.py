@@ -82,7 +82,7 @@ def test_unselected_rank_does_no_profiling_work(tmp_path, train_step):
     )
     assert not ctl.selected
     assert not out.exists()  # not even the directory
-    assert ctl.artifacts == [] and ctl._backends == []
+    assert ctl.artifacts == [] and ctl._windows == [] and ctl._window is None
 
 
 def test_empty_ranks_list_selects_every_rank(tmp_path, train_step):

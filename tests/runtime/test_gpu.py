@@ -153,11 +153,11 @@ def test_nsys_calls_cuda_profiler_start_and_stop_around_the_window(tmp_path, mon
     real_start, real_stop = torch.cuda.profiler.start, torch.cuda.profiler.stop
 
     def spy_start():
-        calls.append(("start", ctl._last_seen))  # the step being entered is recorded after this call
+        calls.append(("start", ctl._window.last_seen))  # the step being entered is recorded after this call
         real_start()
 
     def spy_stop():
-        calls.append(("stop", ctl._last_seen))
+        calls.append(("stop", ctl._window.last_seen))
         real_stop()
 
     monkeypatch.setattr(torch.cuda.profiler, "start", spy_start)
@@ -165,7 +165,7 @@ def test_nsys_calls_cuda_profiler_start_and_stop_around_the_window(tmp_path, mon
     train(ctl, range(7))
     # start when step 2 is entered (no step seen inside the window yet), stop after step 4
     assert calls == [("start", None), ("stop", 4)]
-    nsys = ctl._backends[0]
+    nsys = ctl._window.backends[0]
     assert nsys.nvtx and nsys.ranges_emitted == 3  # one NVTX range per window step
     assert ctl.captured_steps == range(2, 5)
 

@@ -16,7 +16,6 @@ import torch
 
 from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.cli import main as cli_main
-from bridge_plugins.cli.trigger import plan_start
 from bridge_plugins.jobdir.on_demand import (
     MAX_FILE_BYTES,
     POLL_ENV,
@@ -24,6 +23,7 @@ from bridge_plugins.jobdir.on_demand import (
     ProtocolError,
     list_requests,
     new_progress,
+    plan_start,
     progress_path,
     publish_request,
     read_progress,
@@ -342,6 +342,7 @@ def test_back_to_back_on_demand_and_configured_windows(tmp_path, fast_poll):
     ["", "use_pytorch_profiler=True, profile_step_start=150, profile_step_end=152, "],
     ids=["on_demand_only", "with_a_configured_window_whose_handler_runs_first"],
 )
+@pytest.mark.slow
 def test_sigterm_inside_an_on_demand_window_writes_what_it_captured(tmp_path, configured):
     job = f"""
 import logging, sys, time, torch
@@ -399,7 +400,7 @@ def test_off_by_default_nothing_polls(tmp_path):
 def test_sigterm_while_the_training_thread_holds_the_on_demand_lock_does_not_hang(tmp_path):
     """The SIGTERM handler runs on the training thread, possibly inside its own critical section
     (taken twice per step while a window runs): closing must not wait for that lock. Reaching
-    into ``_on_demand._lock`` is the only way to land the signal there deterministically."""
+    into the controller's ``_lock`` is the only way to land the signal there deterministically."""
     script = f"""
 import os, signal, sys
 from bridge_plugins import ProfilingConfig, ProfilingController
@@ -407,7 +408,7 @@ ctl = ProfilingController(ProfilingConfig(on_demand=True, output_dir={str(tmp_pa
 with ctl:
     with ctl.step(0):
         pass
-    with ctl._on_demand._lock:
+    with ctl._lock:
         os.kill(os.getpid(), signal.SIGTERM)
 print("not reached")
 """

@@ -10,6 +10,8 @@ import pytest
 
 from tests.reliability import Job, complete_trace_steps
 
+pytestmark = pytest.mark.slow  # real jobs that take seconds each: not in scripts/test.sh --quick
+
 
 def limit_file_size():
     """In the job: every file it writes stops growing at 200 KB (EFBIG), as on a full disk.

@@ -21,6 +21,8 @@ import pytest
 from tests.reliability import Job, complete_trace_steps
 from tests.support import ROOT, VENV_BIN, clean_env, free_port
 
+pytestmark = pytest.mark.slow  # real jobs that take seconds each: not in scripts/test.sh --quick
+
 
 def assert_complete_trace_and_nothing_else(job, steps):
     traces = job.traces()
@@ -115,11 +117,12 @@ CLOSE_JOB = """
 import os, signal, sys, threading, time, logging
 import torch
 from bridge_plugins import ProfilingConfig, ProfilingController
+
 logging.basicConfig(level=logging.INFO, stream=sys.stdout)
 ctl = None
 
 def sigterm_while_the_window_closes():
-    while ctl is None or ctl._state != "closing":
+    while ctl is None or ctl._window is None or ctl._window.state != "closing":
         time.sleep(0.0002)
     os.kill(os.getpid(), signal.SIGTERM)
 

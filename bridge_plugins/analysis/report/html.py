@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
+from typing import cast
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.memory.snapshot import main_device
@@ -158,7 +159,7 @@ def build(
     comparison = memory_comparison = None
     if baseline:
         base = summarize(baseline, top=None, workers=workers)
-        comparison = compare_runs(base, everything, top=top)
+        comparison = compare_runs(cast(dict, base), cast(dict, everything), top=top)
         base_mem = (base.get("memory") or {}).get("files") or []
         new_mem = (summary.get("memory") or {}).get("files") or []
         if base_mem and new_mem:
@@ -166,4 +167,4 @@ def build(
             now = min(new_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
             memory_comparison = compare_summaries(first, now)
     skipped = summary["problems"] + ((comparison or {}).get("problems") or [])
-    return render(summary, comparison, memory_comparison), skipped
+    return render(cast(dict, summary), comparison, memory_comparison), skipped

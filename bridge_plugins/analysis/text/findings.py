@@ -16,8 +16,10 @@ def findings_table(findings: list[Finding]) -> Table | Text:
     if not findings:
         return Text("Findings: nothing stands out (see docs/diagnose.md for what is checked).", style="green")
     t = Table(title="Findings, largest time at stake first", title_justify="left")
-    for col, justify in (("#", "right"), ("kind", "left"), ("severity", "left"), ("ms/step", "right")):
-        t.add_column(col, justify=justify)
+    t.add_column("#", justify="right")
+    for col in ("kind", "severity"):
+        t.add_column(col, justify="left")
+    t.add_column("ms/step", justify="right")
     t.add_column("share", justify="right")
     t.add_column("what", overflow="fold")
     for i, f in enumerate(findings, 1):

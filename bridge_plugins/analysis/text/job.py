@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.summarize import summarize, with_top
 from bridge_plugins.analysis.text.memory import fmt_bytes
 from bridge_plugins.analysis.text.summary import step_ranges, to_text
 from bridge_plugins.jobdir.names import DEFAULT_SNAPSHOT_NAME
-from bridge_plugins.jobdir.scan import UNRECOGNISED_TRACE, NothingToRead, find_artifacts
+from bridge_plugins.jobdir.scan import UNRECOGNISED_TRACE, Artifacts, NothingToRead, find_artifacts
 
 
 def steps_line(steps: dict[int, list[list[int]]]) -> str:
@@ -26,19 +26,28 @@ def steps_line(steps: dict[int, list[list[int]]]) -> str:
 
 
 def report(
-    job_dir: Path, memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME, top: int = 10
+    job_dir: Path,
+    memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME,
+    top: int = 10,
+    arts: Artifacts | None = None,
+    summary: dict | None = None,
 ) -> tuple[str, dict[int, list[list[int]]]]:
     """A human-readable summary of a job's artifacts, and the steps captured per rank, one list per
     trace (window): a rank with several windows (on-demand triggers, requeues) keeps them all.
 
-    The figures come from :func:`bridge_plugins.analysis.summarize` (``bridge-plugins summary``);
-    a file it cannot read is listed with the reason instead of failing the whole report.
+    ``arts`` and ``summary`` (``summarize([job_dir], top=None)``), when the caller has them, are
+    used as they are, so nothing is scanned or read twice. A file the summary could not read is
+    listed with the reason instead of failing the whole report.
     """
-    arts = find_artifacts(job_dir, memory_snapshot_path)
-    try:
-        summary = summarize([p for paths in arts.traces.values() for p in paths], top=top) if arts.traces else None
-    except NothingToRead:
-        summary = None
+    if arts is None:
+        arts = find_artifacts(job_dir, memory_snapshot_path)
+    if summary is None:
+        try:
+            summary = summarize([p for paths in arts.traces.values() for p in paths]) if arts.traces else None
+        except NothingToRead:
+            summary = None
+    if summary is not None:  # the trace figures only, as many rows as asked for
+        summary = {**with_top(summary, top), "memory": None}
     by_file = {t["file"]: t for t in (summary or {}).get("traces", [])}
     problems = {x["file"]: x["error"] for x in (summary or {}).get("problems", [])}
     lines: list[str] = []

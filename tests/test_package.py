@@ -1,0 +1,37 @@
+"""The package's shape: public imports that must keep working, no module shadowed by a name, and
+nothing loose at the top of ``bridge_plugins/`` (each module lives in the package of its role)."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import types
+
+from tests.support import ROOT, clean_env
+
+
+def test_public_imports_keep_working():
+    code = (
+        "from bridge_plugins import ProfilingConfig, NsysPlugin, PyTorchProfilerPlugin, FaultTolerancePlugin\n"
+        "from bridge_plugins import ProfilingController\n"
+        "from bridge_plugins.runtime import ProfilingController as C\n"
+        "from bridge_plugins.plugins import NsysPlugin as N, ProfilingPluginWarning, default_script_args_converter\n"
+        "from bridge_plugins.config import ProfilingConfig as P\n"
+        "assert C is ProfilingController and N is NsysPlugin and P is ProfilingConfig\n"
+        "print('ok')"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True)
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_analysis_modules_are_not_shadowed_by_functions():
+    for name in ("summarize", "compare"):
+        module = importlib.import_module(f"bridge_plugins.analysis.{name}")
+        assert isinstance(module, types.ModuleType)
+        assert getattr(importlib.import_module("bridge_plugins.analysis"), name) is module
+
+
+def test_nothing_loose_at_the_top_of_the_package():
+    loose = sorted(p.name for p in (ROOT / "bridge_plugins").glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py"], loose
