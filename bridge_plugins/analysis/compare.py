@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping
-from typing import Any
 
 from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.summarize import summarize
@@ -89,7 +87,7 @@ def compare(base_paths, new_paths, top: int | None = 10, workers: Workers | None
     )
 
 
-def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], top: int | None = 10) -> dict:
+def compare_runs(base: dict, new: dict, top: int | None = 10) -> dict:
     """The comparison dict of two summaries made with ``top=None`` (every op and kernel), for a
     caller that has them already (the HTML report): each trace is read once."""
     per_step = all(t["steps"]["count"] for t in base["traces"] + new["traces"])
