@@ -68,13 +68,13 @@ def test_hostile_pickle_is_refused_and_creates_no_file(tmp_path, capsys, protoco
         ("trace.json.gz", gzip.compress(b'{"traceEvents": []}'), "not a CUDA memory snapshot"),
         ("empty.pickle", b"", "not a CUDA memory snapshot"),
         ("truncated.pickle", (FIXTURES / "memory_schema.pickle").read_bytes()[:1000], "not a readable pickle"),
-        ("ints.pickle", pickle.dumps([1, 2, 3]), "malformed entry"),
+        ("ints.pickle", pickle.dumps([1, 2, 3]), "segments[0] is an int, not a dict"),
         ("tensor_state.pickle", pickle.dumps({"weight": [0.1, 0.2]}), "without a 'segments' list"),
         ("bad_traces.pickle", pickle.dumps({"segments": [], "device_traces": {"0": []}}), "'device_traces'"),
         (
             "bad_entry.pickle",
             pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "size": "x"}]]}),
-            "malformed entry",
+            "device_traces[0][0].size is a str, not an int",
         ),
     ],
 )
