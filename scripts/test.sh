@@ -41,7 +41,7 @@ set +e
 # lint and format (ruff, configured in pyproject.toml): a failure fails the run after pytest
 .venv/bin/ruff check . && .venv/bin/ruff format --check .
 lint=$?
-.venv/bin/python -m pytest -ra "$@"
+.venv/bin/python -m pytest -ra --durations=15 "$@"
 rc=$?
 set -e
 echo "[test] ruff exit code $lint; pytest exit code $rc after $(( $(date +%s) - start )) s in all"
