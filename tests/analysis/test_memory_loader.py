@@ -98,3 +98,33 @@ def test_bad_compare_file_is_named(tmp_path, capsys):
     other.write_text("hello")
     rc, _, err = _run(capsys, FIXTURES / "memory_schema.pickle", "--compare", other)
     assert rc == 2 and str(other) in err
+
+
+class _Calls:
+    """Unpickling this calls ``fn(*args)``: pickled as a reference to ``fn`` (a builtins name)."""
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return (self.fn, self.args)
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+@pytest.mark.parametrize("fn", [exec, eval, getattr, __import__, compile])
+def test_no_builtin_callable_beyond_the_container_types_is_loaded(tmp_path, capsys, fn, protocol):
+    """Widening the allow-list to all of ``builtins`` would let an ``exec`` pickle run."""
+    target = tmp_path / "ran"
+    args = {
+        exec: (f"open({str(target)!r}, 'w')",),
+        eval: (f"open({str(target)!r}, 'w')",),
+        getattr: (tmp_path, "mkdir"),
+        __import__: ("os",),
+        compile: ("1", "f", "eval"),
+    }[fn]
+    path = tmp_path / "snap.pickle"
+    path.write_bytes(pickle.dumps({"segments": [_Calls(fn, *args)], "device_traces": []}, protocol=protocol))
+    rc, out, err = _run(capsys, path)
+    module = "__builtin__" if protocol < 3 else "builtins"  # protocol 2 writes Python 2's name
+    assert rc == 2 and f"references {module}.{fn.__name__}," in err
+    assert not target.exists()
