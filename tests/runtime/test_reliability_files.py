@@ -89,3 +89,13 @@ def test_a_path_kineto_would_rewrite_still_gets_its_trace(tmp_path, odd):
     assert complete_trace_steps(trace) == {1, 2}
     assert job.left_behind() == []
     assert "not written" not in job.stderr
+
+
+def test_full_disk_publishes_no_truncated_chakra_trace(tmp_path):
+    """The Chakra execution trace is checked complete before publishing, like the PyTorch trace."""
+    job = Job(tmp_path, start=1, end=4, steps=5, preexec_fn=limit_file_size, pytorch_profiler_collect_chakra=True)
+    rc = job.finish()
+    assert rc == 0, job.stderr[-3000:]
+    published = [p for p in job.out.rglob("*.chakra.json") if not p.name.startswith(".")]
+    assert published == [], "a truncated Chakra trace was published"
+    assert any("Chakra" in line and "not written" in line for line in job.stderr.splitlines()), job.stderr[-3000:]
