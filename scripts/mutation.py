@@ -3,10 +3,13 @@
 The repository's tracked files are copied to a temporary directory whose pyproject.toml gets a
 [tool.mutmut] section for the module (mutmut reads its settings only from there), so the working
 tree is never touched. Prints mutmut's per-mutant results and the score: killed / (all but skipped).
+With MUTATION_DIR set, the copy is made there and kept, to look at survivors (``mutmut show NAME``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -23,7 +26,10 @@ def main(argv: list[str]) -> int:
         print(f"usage: scripts/mutation.sh MODULE   (one of: {', '.join(modules)})", file=sys.stderr)
         return 2
     entry = modules[argv[0]]
-    with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
+    keep = os.environ.get("MUTATION_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=False)
+    with contextlib.nullcontext(keep) if keep else tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
         files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
         subprocess.run(["cp", "--parents", "-t", tmp, *files.decode().split("\0")[:-1]], cwd=ROOT, check=True)
         pyproject = Path(tmp, "pyproject.toml")
