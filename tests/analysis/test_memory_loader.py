@@ -128,3 +128,17 @@ def test_no_builtin_callable_beyond_the_container_types_is_loaded(tmp_path, caps
     module = "__builtin__" if protocol < 3 else "builtins"  # protocol 2 writes Python 2's name
     assert rc == 2 and f"references {module}.{fn.__name__}," in err
     assert not target.exists()
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_older_protocols_rebuild_sets_and_bytearrays(tmp_path, capsys, protocol):
+    """Protocols 2 and 3 rebuild these through a global lookup (protocol 2 by Python 2's module name,
+    ``__builtin__``): the allow-list must let exactly these through."""
+    data = {"segments": [], "device_traces": [], "s": {1, 2}, "f": frozenset({3})}
+    if protocol == 3:  # protocol 2 writes a bytearray through _codecs.encode, which stays refused
+        data["b"] = bytearray(b"ab")
+    path = tmp_path / "old.pickle"
+    path.write_bytes(pickle.dumps(data, protocol=protocol))
+    from bridge_plugins.analysis.memory.loader import load_snapshot
+
+    assert load_snapshot(path) == data

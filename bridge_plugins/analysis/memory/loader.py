@@ -18,10 +18,11 @@ from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
 _ALLOWED_GLOBALS = {
     # Older pickle protocols rebuild these containers through a global lookup (protocol >= 4 uses
-    # opcodes). Calling them on already-loaded data runs no code from the file.
-    ("builtins", "set"),
-    ("builtins", "frozenset"),
-    ("builtins", "bytearray"),
+    # opcodes; protocol 2 names Python 2's module, __builtin__). Calling them on already-loaded
+    # data runs no code from the file.
+    (module, name)
+    for module in ("builtins", "__builtin__")
+    for name in ("set", "frozenset", "bytearray")
 }
 
 
