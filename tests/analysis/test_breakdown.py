@@ -112,6 +112,14 @@ def test_an_other_kernel_alone_is_communication_time_never_memory(tmp_path):
     (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
     gpu = t["gpu"]
     assert (gpu["memory_us"], gpu["communication_us"], gpu["idle_us"], gpu["span_us"]) == (0.0, 5.0, 10.0, 25.0)
+    assert gpu["communication_total_us"] == 0.0  # no communication kernel at all
+
+
+def test_with_steps_but_no_cpu_launches_every_gpu_event_is_dropped(tmp_path):
+    """Nothing was launched from the captured steps (a correlation id 0 matches nothing)."""
+    events = [step(1, 1000, 20), step(2, 1020, 20), kernel("gemm", 1100, 10, 0)]
+    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
+    assert t["gpu"] is None
 
 
 def test_a_kernel_launched_exactly_when_the_last_step_ends_is_kept(tmp_path):
