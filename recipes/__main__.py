@@ -11,6 +11,7 @@ Then it prints the steps captured, every artifact per rank, the summary, and the
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import shlex
@@ -488,9 +489,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
-if __name__ == "__main__":
+def run_main(entry=main) -> None:
+    """Run ``entry`` and exit with its code; Ctrl-C outside cancel_on_ctrl_c (before the launch,
+    or a second one) is one line and exit 130."""
     try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # outside cancel_on_ctrl_c: before the launch, or a second Ctrl-C
+        code = entry()
+    except KeyboardInterrupt:
         print("\n[recipes] interrupted (Ctrl-C)", file=sys.stderr)
-        sys.exit(130)
+        # Not sys.exit: when the KeyboardInterrupt left code run by exec(str) (dataclasses build
+        # their methods so, and Ctrl-C during imports often lands there), CPython flags it as
+        # unhandled and a ``python -m`` program then dies by SIGINT (exit -2) after any sys.exit.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    run_main()

@@ -7,6 +7,7 @@ controller work the same on ours and on theirs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from bridge_plugins.config.profiling import ProfilingConfig
@@ -26,6 +27,15 @@ class ModelConfig:
     """Attention heads per block."""
     ffn_multiplier: int = 4
     """MLP width as a multiple of hidden_size."""
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "ffn_multiplier"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"model.{name}={getattr(self, name)} must be >= 1")
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"model.hidden_size={self.hidden_size} must be divisible by model.num_heads={self.num_heads}"
+            )
 
 
 @dataclass
@@ -69,6 +79,12 @@ class OptimizerConfig:
     """Learning rate."""
     weight_decay: float = 0.01
     """Decoupled weight decay."""
+
+    def __post_init__(self) -> None:
+        for name in ("lr", "weight_decay"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"optimizer.{name}={value} must be a finite number >= 0")
 
 
 @dataclass

@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from recipes.config import ConfigContainer
+from recipes.override_types import OverrideValueError, field_type, typed_value
 
 
 class OverrideError(ValueError):
@@ -103,6 +104,14 @@ def _unquote(arg: str) -> str:
     return words[0] if len(words) == 1 else arg
 
 
+def _key_type(key: str, cls=ConfigContainer):
+    """The declared type of a dotted key, e.g. ``int`` for ``train.train_iters``."""
+    *sections, name = key.split(".")
+    for section in sections:
+        cls = field_type(cls, section)
+    return field_type(cls, name)
+
+
 def parse_overrides(args: Iterable[str], base: ConfigContainer | None = None) -> ConfigContainer:
     """Apply ``key=value`` overrides to ``base`` (default: a fresh ConfigContainer).
 
@@ -121,6 +130,10 @@ def parse_overrides(args: Iterable[str], base: ConfigContainer | None = None) ->
         key = key.strip()
         if key not in keys:
             raise OverrideError(f"unknown override key {key!r} (in {arg!r}); {_keys_help()}")
+        try:
+            value = typed_value(key, _key_type(key), value)
+        except OverrideValueError as e:
+            raise OverrideError(f"bad value in override {arg!r}: {e}") from None
         try:
             conf.merge_with_dotlist([f"{key}={value}"])
         except OmegaConfBaseException as e:

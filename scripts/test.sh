@@ -59,7 +59,7 @@ fi
 set +e
 bash scripts/checks.sh  # ruff, mypy, lint-imports: pytest runs either way, a failed check fails the run
 checks=$?
-.venv/bin/python -m pytest -ra "$@"
+.venv/bin/python -m pytest -ra --durations=15 "$@"
 rc=$?
 set -e
 echo "[test] checks exit code $checks; pytest exit code $rc after $(( $(date +%s) - start )) s in all"

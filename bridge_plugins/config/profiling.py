@@ -85,9 +85,7 @@ class ProfilingConfig:
         """
         validate_fields(dataclasses.asdict(self))
         self.profile_ranks = list(self.profile_ranks)
-        self.memory_snapshot_path = os.fspath(self.memory_snapshot_path)
-        if self.output_dir is not None:
-            self.output_dir = os.fspath(self.output_dir)
+        normalize_paths(self, PATH_FIELDS)
         return self
 
     @classmethod
@@ -142,12 +140,31 @@ def _fields_of_type(kind: type) -> tuple[str, ...]:
 
 _BOOL_FIELDS = _fields_of_type(bool)
 _INT_FIELDS = _fields_of_type(int)
-_PATH_FIELDS = ("output_dir", "memory_snapshot_path")
+PATH_FIELDS = ("output_dir", "memory_snapshot_path")
 
 
 def is_int(value: Any) -> bool:
     """An int that is not a bool (``True`` is an int to Python, never a step or rank to us)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+INT64_MAX = 2**63 - 1
+"""The largest int a job may receive: torch, YAML readers and C++ profilers store them in 64 bits."""
+
+
+def check_int64(value: int, label: str) -> None:
+    """Raise ValueError, naming ``label``, for an int that does not fit in a signed 64-bit integer."""
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise ValueError(f"{label}={value} does not fit in a signed 64-bit integer (int64); use at most {INT64_MAX}")
+
+
+def normalize_paths(obj: Any, names: tuple[str, ...]) -> None:
+    """Replace each ``os.PathLike`` attribute in ``names`` by its str: fiddle cannot serialize a
+    ``pathlib.Path`` and an override cannot carry one, so every path is a str from construction on."""
+    for name in names:
+        value = getattr(obj, name, None)
+        if isinstance(value, os.PathLike):
+            setattr(obj, name, os.fspath(value))
 
 
 def _short(ranks: Any) -> str:
@@ -190,6 +207,7 @@ def validate_fields(
     for name in _INT_FIELDS:
         if not is_int(v[name]):
             raise TypeError(f"{full(name)} must be an int, got {v[name]!r} ({type(v[name]).__name__})")
+        check_int64(v[name], full(name))
     for name in ("profile_step_start", "profile_step_end"):
         if v[name] < 0:
             raise ValueError(
@@ -206,7 +224,7 @@ def validate_fields(
             f"{full('memory_history_max_entries')}={v['memory_history_max_entries']} must be positive (default 100000)"
         )
     _check_ranks(v["profile_ranks"], full("profile_ranks"))
-    for name in _PATH_FIELDS:
+    for name in PATH_FIELDS:
         _check_path(v[name], full(name), is_file=name == "memory_snapshot_path")
 
 
@@ -221,6 +239,7 @@ def _check_ranks(ranks: Any, label: str) -> None:
             raise TypeError(f"{label}={_short(ranks)} holds {r!r} ({type(r).__name__}); ranks must be ints >= 0")
         if r < 0:
             raise ValueError(f"{label}={_short(ranks)} holds negative rank {r}; ranks are >= 0")
+        check_int64(r, label)
     seen: set[int] = set()
     dupes: set[int] = set()
     for r in ranks:  # linear: one set lookup per rank

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import nemo_run as run
 from nemo_run.core.execution.launcher import Launcher
 
-from bridge_plugins.config.profiling import profiling_fields, validate_fields
+from bridge_plugins.config.profiling import PATH_FIELDS, normalize_paths, profiling_fields, validate_fields
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.edits import Edit
 from bridge_plugins.plugins.executor_traits import argv_fixes, env_value, job_dir_seen_by_job
@@ -75,6 +75,7 @@ class ProfilerPlugin(run.Plugin):
             self.profile_ranks = [0]
         elif isinstance(self.profile_ranks, tuple):
             self.profile_ranks = list(self.profile_ranks)
+        normalize_paths(self, PATH_FIELDS)
         validate_fields(self.profiling_values(), owner=owner, names={cfg: attr for attr, cfg in self._RENAMED.items()})
         check_importable(owner, "script_args_converter_fn", self.script_args_converter_fn)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import nemo_run as run
 
 from bridge_plugins.config import conflicts
+from bridge_plugins.config.profiling import check_int64
 from bridge_plugins.plugins import tasks
 from bridge_plugins.plugins.base import check_bool, check_importable
 from bridge_plugins.plugins.edits import apply, warn
@@ -22,6 +24,7 @@ def _check_count(owner: str, name: str, value) -> None:
         raise TypeError(f"{owner}.{name} must be an int, got {value!r} ({type(value).__name__})")
     if value < 0:
         raise ValueError(f"{owner}.{name}={value} is negative; use 0 to disable")
+    check_int64(value, f"{owner}.{name}")
 
 
 def _check_timeout(owner: str, name: str, value) -> None:
@@ -31,6 +34,10 @@ def _check_timeout(owner: str, name: str, value) -> None:
         raise TypeError(
             f"{owner}.{name} must be seconds (int or float) or None, got {value!r} ({type(value).__name__})"
         )
+    if isinstance(value, int):
+        check_int64(value, f"{owner}.{name}")
+    elif not math.isfinite(value):
+        raise ValueError(f"{owner}.{name}={value} is not a finite number of seconds; give positive seconds or None")
     if value <= 0:
         raise ValueError(f"{owner}.{name}={value} must be positive seconds, or None for ft_launcher's default")
 

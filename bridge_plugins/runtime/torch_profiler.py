@@ -9,9 +9,11 @@ A profiler session the user opened around the loop is left alone (our window is 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
+from collections.abc import Iterator
 
 import torch
 from torch.profiler import ProfilerAction, ProfilerActivity
@@ -29,6 +31,9 @@ from bridge_plugins.runtime.verify import (
 
 log = logging.getLogger("bridge_plugins")
 
+KINETO_REWRITES = ("\\", "\n")
+"""Characters kineto changes in an export path (see ``kineto_safe_path``)."""
+
 
 def _always_record(step: int) -> ProfilerAction:
     """A schedule that records every step; the controller decides when to start and stop."""
@@ -40,6 +45,29 @@ def profiler_already_running() -> bool:
     return bool(torch.autograd.profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled())
 
 
+@contextlib.contextmanager
+def kineto_safe_path(path: str) -> Iterator[str]:
+    """A name for ``path`` that kineto writes to unchanged.
+
+    kineto writes ``<path>.tmp`` and then renames it to ``path`` with every backslash turned into
+    '/' and newlines dropped, so in a directory whose name holds either the trace is lost. Through
+    ``/proc/self/fd/<fd of the directory>/<file name>`` the name it rewrites holds neither (our
+    file names never do). Without /proc such a path is refused, naming the character.
+    """
+    directory, name = os.path.split(path)
+    if not any(c in path for c in KINETO_REWRITES):
+        yield path
+        return
+    if any(c in name for c in KINETO_REWRITES) or not os.path.isdir("/proc/self/fd"):
+        bad = next(c for c in KINETO_REWRITES if c in path)
+        raise ValueError(f"the path holds {bad!r}, which torch.profiler's writer rewrites (the trace would be lost)")
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{name}"
+    finally:
+        os.close(fd)
+
+
 def export_gzip_trace(prof: torch.profiler.profile, path: str) -> None:
     """Write ``prof``'s Chrome trace to ``path`` (.gz), checked at every stage.
 
@@ -49,7 +77,8 @@ def export_gzip_trace(prof: torch.profiler.profile, path: str) -> None:
     """
     json_path = path[: -len(".gz")]
     try:
-        prof.export_chrome_trace(json_path)
+        with kineto_safe_path(json_path) as export_path:
+            prof.export_chrome_trace(export_path)
         check_json_complete(json_path, KINETO_FOOTER)
         check_kineto_header(json_path)
         gzip_file(json_path, path)

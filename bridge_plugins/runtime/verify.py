@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import re
+import resource
 import zlib
 
 KINETO_FOOTER = re.compile(rb'\]\s*,\s*"traceName"\s*:\s*"[^"]*"\s*\}\s*$')
@@ -24,7 +25,7 @@ _CHUNK = 1 << 20
 def check_json_complete(path: str, footer: re.Pattern[bytes]) -> None:
     """Raise ValueError unless ``path`` starts a JSON object and ends with ``footer``."""
     if not os.path.isfile(path):
-        raise ValueError("the profiler wrote no file: its disk is probably full or a file size limit was hit")
+        raise ValueError(f"the profiler wrote no file: {write_failure_cause(path, 0)}")
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         head = f.read(64).lstrip()
@@ -32,9 +33,28 @@ def check_json_complete(path: str, footer: re.Pattern[bytes]) -> None:
         tail = f.read()
     if not head.startswith(b"{") or not footer.search(tail):
         raise ValueError(
-            f"the profiler wrote an incomplete file ({size} bytes, no closing footer): its disk is probably full "
-            f"or a file size limit was hit"
+            f"the profiler wrote an incomplete file ({size} bytes, no closing footer): {write_failure_cause(path, size)}"
         )
+
+
+LOW_SPACE = 1 << 20
+"""Free bytes under which a failed write is put down to a full disk."""
+
+
+def write_failure_cause(path: str, size: int) -> str:
+    """Why a writer that does not report errors (torch's) left ``path`` missing or short, as far as
+    the file system says: a file size limit it reached, a (nearly) full disk, or unknown."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != resource.RLIM_INFINITY and size >= soft - _CHUNK:
+        return f"the file size limit (ulimit -f, {soft} bytes) was hit"
+    try:
+        st = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return "the cause is unknown (the directory cannot be examined)"
+    free = st.f_bavail * st.f_frsize
+    if free < LOW_SPACE or (st.f_files and st.f_favail == 0):
+        return f"its disk is full ({free} bytes free)"
+    return f"the cause is unknown: the disk has {free} bytes free and no file size limit was reached"
 
 
 def check_kineto_header(path: str, limit: int = 64 << 20) -> None:

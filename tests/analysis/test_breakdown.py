@@ -103,3 +103,28 @@ def test_self_time_subtracts_nested_operators_on_the_same_thread(tmp_path):
     rows = {r["name"]: (r["self_us"], r["total_us"], r["calls"]) for r in t["top_cpu_ops"]}
     assert rows == {"outer": (100.0, 150.0, 2), "inner": (45.0, 50.0, 2), "leaf": (5.0, 5.0, 1)}
     assert t["gpu"] is None
+
+
+def test_an_other_kernel_alone_is_communication_time_never_memory(tmp_path):
+    """HTA counts "other" kernels (syncs) with communication in its non-compute time."""
+    events = [step(1, 1000, 20), step(2, 1020, 20), launch(1001, 1), launch(1002, 2)]
+    events += [kernel("gemm", 1100, 10, 1), kernel("cudaStreamSync", 1120, 5, 2)]
+    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
+    gpu = t["gpu"]
+    assert (gpu["memory_us"], gpu["communication_us"], gpu["idle_us"], gpu["span_us"]) == (0.0, 5.0, 10.0, 25.0)
+    assert gpu["communication_total_us"] == 0.0  # no communication kernel at all
+
+
+def test_with_steps_but_no_cpu_launches_every_gpu_event_is_dropped(tmp_path):
+    """Nothing was launched from the captured steps (a correlation id 0 matches nothing)."""
+    events = [step(1, 1000, 20), step(2, 1020, 20), kernel("gemm", 1100, 10, 0)]
+    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
+    assert t["gpu"] is None
+
+
+def test_a_kernel_launched_exactly_when_the_last_step_ends_is_kept(tmp_path):
+    """HTA keeps launches that start no later than the last ProfilerStep's end (<=, not <)."""
+    events = [step(1, 1000, 20), step(2, 1020, 20), launch(1001, 1), launch(1040, 2), launch(1041, 3)]
+    events += [kernel("gemm", 1100, 10, 1), kernel("gemm", 1120, 10, 2), kernel("gemm", 1140, 10, 3)]
+    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
+    assert (t["gpu"]["gpu_events"], t["gpu"]["gpu_events_dropped"]) == (2, 1)

@@ -72,13 +72,13 @@ def test_hostile_pickle_is_refused_and_creates_no_file(tmp_path, capsys, protoco
         ),  # mtime=0: the same test id in every pytest-xdist worker
         ("empty.pickle", b"", "not a CUDA memory snapshot"),
         ("truncated.pickle", (FIXTURES / "memory_schema.pickle").read_bytes()[:1000], "not a readable pickle"),
-        ("ints.pickle", pickle.dumps([1, 2, 3]), "malformed entry"),
+        ("ints.pickle", pickle.dumps([1, 2, 3]), "segments[0] is an int, not a dict"),
         ("tensor_state.pickle", pickle.dumps({"weight": [0.1, 0.2]}), "without a 'segments' list"),
         ("bad_traces.pickle", pickle.dumps({"segments": [], "device_traces": {"0": []}}), "'device_traces'"),
         (
             "bad_entry.pickle",
             pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "size": "x"}]]}),
-            "malformed entry",
+            "device_traces[0][0].size is a str, not an int",
         ),
     ],
 )
@@ -102,3 +102,47 @@ def test_bad_compare_file_is_named(tmp_path, capsys):
     other.write_text("hello")
     rc, _, err = _run(capsys, FIXTURES / "memory_schema.pickle", "--compare", other)
     assert rc == 2 and str(other) in err
+
+
+class _Calls:
+    """Unpickling this calls ``fn(*args)``: pickled as a reference to ``fn`` (a builtins name)."""
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return (self.fn, self.args)
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+@pytest.mark.parametrize("fn", [exec, eval, getattr, __import__, compile])
+def test_no_builtin_callable_beyond_the_container_types_is_loaded(tmp_path, capsys, fn, protocol):
+    """Widening the allow-list to all of ``builtins`` would let an ``exec`` pickle run."""
+    target = tmp_path / "ran"
+    args = {
+        exec: (f"open({str(target)!r}, 'w')",),
+        eval: (f"open({str(target)!r}, 'w')",),
+        getattr: (tmp_path, "mkdir"),
+        __import__: ("os",),
+        compile: ("1", "f", "eval"),
+    }[fn]
+    path = tmp_path / "snap.pickle"
+    path.write_bytes(pickle.dumps({"segments": [_Calls(fn, *args)], "device_traces": []}, protocol=protocol))
+    rc, out, err = _run(capsys, path)
+    module = "__builtin__" if protocol < 3 else "builtins"  # protocol 2 writes Python 2's name
+    assert rc == 2 and f"references {module}.{fn.__name__}," in err
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_older_protocols_rebuild_sets_and_bytearrays(tmp_path, capsys, protocol):
+    """Protocols 2 and 3 rebuild these through a global lookup (protocol 2 by Python 2's module name,
+    ``__builtin__``): the allow-list must let exactly these through."""
+    data = {"segments": [], "device_traces": [], "s": {1, 2}, "f": frozenset({3})}
+    if protocol == 3:  # protocol 2 writes a bytearray through _codecs.encode, which stays refused
+        data["b"] = bytearray(b"ab")
+    path = tmp_path / "old.pickle"
+    path.write_bytes(pickle.dumps(data, protocol=protocol))
+    from bridge_plugins.analysis.memory.loader import load_snapshot
+
+    assert load_snapshot(path) == data

@@ -7,6 +7,7 @@ The same job on two Slurm nodes is test_slurm_on_demand.py; the helpers are test
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -17,14 +18,14 @@ from tests.support import ROOT, clean_env, torchrun_cmd
 
 pytestmark = pytest.mark.integration
 
-STEPS = 150  # the second window ends near step 100: the job must still run then
+STEPS = 100_000  # at most: the test stops the job (a stop file) once both triggers wrote their traces
 JOB = str(ROOT / "tests" / "helpers" / "on_demand_job.py")
 
 
 def test_trigger_a_running_two_rank_torchrun_job(tmp_path):
-    out = tmp_path / "job"
+    out, stop = tmp_path / "job", tmp_path / "stop"
     proc = subprocess.Popen(
-        torchrun_cmd(2, [JOB, str(out), str(STEPS)]),
+        torchrun_cmd(2, [JOB, str(out), str(STEPS), str(stop)]),
         cwd=ROOT,
         env=clean_env(**{POLL_ENV: "0.25"}),
         stdout=subprocess.PIPE,
@@ -33,11 +34,13 @@ def test_trigger_a_running_two_rank_torchrun_job(tmp_path):
     )
     try:
         first, second = drive_triggers(out)
+        stop.touch()
         output, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, output[-4000:]
-    assert output.count(f"DONE {STEPS} steps") == 2, output[-4000:]  # every step ran on both ranks
+    done = re.findall(r"rank (\d): DONE (\d+) steps", output)
+    assert len(done) == 2 and done[0][1] == done[1][1], output[-4000:]  # both ranks ran every step
     check_triggered_job(out, first, second, output)

@@ -3,11 +3,12 @@ or ``train(out, steps)`` from a Slurm task (tests/slurm_job.py).
 
 The recipe's TinyGPT, DDP over gloo, on_demand=True and no configured window; each step also
 sleeps a little so the job's length does not depend on how fast this machine is. Prints
-``rank R: DONE N steps`` when every step ran. The process group comes from the recipe's
+``rank R: DONE N steps`` when every step ran (or the N steps run until a stop file appeared). The process group comes from the recipe's
 ``init_distributed``, so torchrun workers and plain srun tasks both work.
 """
 
 import logging
+import os
 import sys
 import time
 
@@ -20,9 +21,20 @@ from recipes.model import build_training, train_step
 from recipes.train import init_distributed
 
 
-def train(out: str, steps: int, sleep_s: float = 0.03) -> list:
+def stop_requested(stop_file: str | None) -> bool:
+    """Whether rank 0 sees ``stop_file``, agreed by every rank (they must run the same steps)."""
+    if stop_file is None:
+        return False
+    flag = torch.tensor([int(dist.get_rank() == 0 and os.path.exists(stop_file))])
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+
+
+def train(out: str, steps: int, sleep_s: float = 0.03, stop_file: str | None = None) -> list:
     """Train ``steps`` steps, sleeping ``sleep_s`` in each, with on-demand profiling writing under
-    ``out``; the artifacts written."""
+    ``out``; the artifacts written. With ``stop_file``, every rank stops after the step in which
+    rank 0 saw that file: a test ends the job when it has what it waited for, however slow the
+    machine, instead of guessing how many steps that takes."""
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(levelname)s %(message)s")
     info = init_distributed("cpu")
     torch.manual_seed(0)
@@ -37,10 +49,12 @@ def train(out: str, steps: int, sleep_s: float = 0.03) -> list:
                 train_step(model, opt, data)
                 time.sleep(sleep_s)
             done += 1
+            if stop_requested(stop_file):
+                break
     print(f"rank {info.rank}: DONE {done} steps", flush=True)
     dist.destroy_process_group()
     return [str(p) for p in ctl.artifacts]
 
 
 if __name__ == "__main__":
-    train(sys.argv[1], int(sys.argv[2]))
+    train(sys.argv[1], int(sys.argv[2]), stop_file=sys.argv[3] if len(sys.argv) > 3 else None)

@@ -444,3 +444,13 @@ def test_sigterm_handler_is_chained_and_a_later_owner_is_left_alone(tmp_path, tr
         assert signal.getsignal(signal.SIGTERM) is user_handler  # restored to what it was
     finally:
         signal.signal(signal.SIGTERM, original)
+
+
+def test_a_window_inside_the_loop_closes_on_time_without_any_warning(tmp_path, train_step, caplog):
+    """Closing a normal window one step late would warn "closed early" on every run."""
+    ctl = run_loop(
+        ProfilingController(cfg(tmp_path, profile_step_start=2, profile_step_end=5), rank=0), train_step, range(8)
+    )
+    assert warnings_of(caplog) == []
+    assert ctl.captured_steps == range(2, 5)
+    assert trace_steps(trace_files(tmp_path)[0][0]) == {2, 3, 4}

@@ -429,3 +429,13 @@ def test_a_blocked_progress_file_leaves_no_temp_files_and_rank_0_still_takes_req
     leftovers = [p.name for p in (tmp_path / "on_demand").iterdir() if p.name.startswith(".")]
     assert leftovers == [], leftovers
     assert caplog.text.count("progress") >= 1
+
+
+def test_the_job_accepts_every_step_count_the_trigger_accepts():
+    """The trigger allows 1..MAX_STEPS steps; the job must accept MAX_STEPS too (not only fewer)."""
+    from bridge_plugins.jobdir.on_demand import MAX_STEPS, ProtocolError, parse_request
+
+    ok = dict(id=1, start=10, end=10 + MAX_STEPS, ranks=[], memory=False, created=1.0)
+    assert parse_request(ok).end - parse_request(ok).start == MAX_STEPS
+    with pytest.raises(ProtocolError, match=f"must span 1 to {MAX_STEPS} steps"):
+        parse_request({**ok, "end": 11 + MAX_STEPS})

@@ -9,18 +9,20 @@ everything else raises :class:`SnapshotFormatError`, naming the file, before any
 
 from __future__ import annotations
 
-import io
+import os
 import pickle
 from pathlib import Path
 
+from bridge_plugins.analysis.memory.shape import ShapeError, check_snapshot
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
 _ALLOWED_GLOBALS = {
     # Older pickle protocols rebuild these containers through a global lookup (protocol >= 4 uses
-    # opcodes). Calling them on already-loaded data runs no code from the file.
-    ("builtins", "set"),
-    ("builtins", "frozenset"),
-    ("builtins", "bytearray"),
+    # opcodes; protocol 2 names Python 2's module, __builtin__). Calling them on already-loaded
+    # data runs no code from the file.
+    (module, name)
+    for module in ("builtins", "__builtin__")
+    for name in ("set", "frozenset", "bytearray")
 }
 
 
@@ -54,22 +56,19 @@ def load_snapshot(path: str | Path) -> dict:
     path = Path(path)
     try:
         with open_regular(path) as fh:
-            raw = fh.read()
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(8)
+            if not head.startswith(b"\x80"):  # the PROTO opcode: torch writes pickle protocol 2 or later
+                raise SnapshotFormatError(
+                    f"{path}: not a CUDA memory snapshot (expected a pickle from torch.cuda.memory._dump_snapshot, "
+                    f"the file starts with {head!r})"
+                )
+            fh.seek(0)
+            data = _unpickle(fh, path)
     except NotARegularFile as e:
         raise SnapshotFormatError(f"{path}: cannot read: {e}") from None
     except OSError as e:
         raise SnapshotFormatError(f"{path}: cannot read: {e.strerror or e}") from None
-    if not raw.startswith(b"\x80"):  # the PROTO opcode: torch writes pickle protocol 2 or later
-        raise SnapshotFormatError(
-            f"{path}: not a CUDA memory snapshot (expected a pickle from torch.cuda.memory._dump_snapshot, "
-            f"the file starts with {raw[:8]!r})"
-        )
-    try:
-        data = _DataOnlyUnpickler(io.BytesIO(raw), path).load()
-    except SnapshotFormatError:
-        raise
-    except Exception as e:  # truncated or corrupt pickles raise many types
-        raise SnapshotFormatError(f"{path}: not a readable pickle ({type(e).__name__}: {e})") from None
     if isinstance(data, list):
         data = {"segments": data, "device_traces": []}
     if not isinstance(data, dict) or not isinstance(data.get("segments"), list):
@@ -81,4 +80,18 @@ def load_snapshot(path: str | Path) -> dict:
     traces = data.setdefault("device_traces", [])
     if not isinstance(traces, list) or not all(isinstance(t, list) for t in traces):
         raise SnapshotFormatError(f"{path}: not a CUDA memory snapshot ('device_traces' is not a list per device)")
+    try:
+        check_snapshot(data, size)
+    except ShapeError as e:
+        raise SnapshotFormatError(f"{path}: not a CUDA memory snapshot we can read: {e}") from None
     return data
+
+
+def _unpickle(fh, path: Path):
+    """The pickle in ``fh``, read straight from the file (no copy of it in memory)."""
+    try:
+        return _DataOnlyUnpickler(fh, path).load()
+    except (SnapshotFormatError, MemoryError):
+        raise
+    except Exception as e:  # truncated or corrupt pickles raise many types
+        raise SnapshotFormatError(f"{path}: not a readable pickle ({type(e).__name__}: {e})") from None

@@ -22,10 +22,12 @@ events, so the peak is always one of them.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
+from bridge_plugins.analysis.memory.budget import OverBudget, memory_budget
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
 from bridge_plugins.analysis.memory.sites import site_of
 from bridge_plugins.analysis.memory.timeline import Allocation, DeviceReplay, replay
@@ -48,8 +50,13 @@ def group_by_site(allocations: Iterable[Allocation], top: int | None = TOP_SITES
     """Bytes and counts per site, largest first; ``categories`` splits the bytes by the
     profiler's tensor category where the snapshot has one."""
     groups: dict[str, dict] = {}
+    sites: dict[tuple[int, str | None], str] = {}  # one site_of per distinct frame list (torch shares them)
     for a in allocations:
-        g = groups.setdefault(site_of(a.frames, a.category), {"bytes": 0, "count": 0, "categories": defaultdict(int)})
+        key = (id(a.frames), a.category)
+        site = sites.get(key)
+        if site is None:
+            site = sites[key] = site_of(a.frames, a.category)
+        g = groups.setdefault(site, {"bytes": 0, "count": 0, "categories": defaultdict(int)})
         g["bytes"] += a.size
         g["count"] += 1
         if a.category:
@@ -142,7 +149,19 @@ def _source(segments: list[dict]) -> str:
 
 def summarize_snapshot(path: str | Path, top_sites: int | None = TOP_SITES) -> dict:
     """Every figure of one snapshot file (layout in the module docstring); ``top_sites=None`` keeps
-    every site (what a comparison needs)."""
+    every site (what a comparison needs). Reading it runs under a memory budget (``budget``)."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = 0  # load_snapshot names the problem
+    try:
+        with memory_budget(size):
+            return _summarize(path, top_sites)
+    except OverBudget as e:
+        raise SnapshotFormatError(f"{path}: refused: {e}") from None
+
+
+def _summarize(path: str | Path, top_sites: int | None) -> dict:
     data = load_snapshot(path)
     try:
         segments, traces = data["segments"], data["device_traces"]
