@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
-from bridge_plugins.analysis.trace.collect import Collector
+from bridge_plugins.analysis.trace.collect import Collector, Event
 from bridge_plugins.analysis.trace.reader import TraceError, read_trace
 from bridge_plugins.analysis.trace.steps import step_stats
 from bridge_plugins.analysis.trace.stragglers import cross_rank
@@ -63,10 +63,10 @@ def _rank(header: dict, path: Path):
 def summarize_trace(path: Path) -> dict:
     """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
     c = Collector()
-    read_trace(path, c.on_header, c.on_event)
+    read_trace(path, c.on_header, c.on_event, Event, c.on_record)
     d = c.data
     rank, source, world = _rank(d.header, path)
-    types = [gpu_breakdown.kernel_type(n) for n in d.names]
+    types = gpu_breakdown.kernel_types(d)
     keep = gpu_breakdown.kept_gpu_events(d)
     return {
         "file": str(path),

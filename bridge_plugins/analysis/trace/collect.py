@@ -8,6 +8,10 @@ Which events are GPU events follows HolisticTraceAnalysis (HTA) so our breakdown
 its ``get_temporal_breakdown``: a complete event (``ph: X``, with ``dur``) whose ``args`` carry a
 ``stream >= 0`` and a ``correlation >= 0``. Every other complete event is CPU side; those with a
 correlation (the ``cuda_runtime`` launches) are what GPU events are matched against.
+
+What grows with distinct values is bounded, so a hostile trace cannot take the memory
+(docs/limits.md): past ``MAX_NAMES`` distinct names, further names share one entry per kind
+(CPU side, or each GPU kernel type); past ``MAX_THREADS`` threads, further CPU operators share one.
 """
 
 from __future__ import annotations
@@ -16,10 +20,46 @@ import re
 from array import array
 from dataclasses import dataclass, field
 
+import msgspec
+
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _INT64_LIMIT = 2**63
 _NUMBER = (int, float)
+_KEY_TYPES = (int, str)
 _GPU_SYNC_NAMES = ("Event Sync", "Context Sync")  # device-side waits: HTA counts them as neither side
+MAX_NAMES = 100_000
+MAX_THREADS = 10_000
+MAX_STEPS = 100_000
+_OTHER_THREAD = ("(other threads)", "(other threads)")
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` fields the collector reads (the fast reader decodes only these)."""
+
+    correlation: int | None = None
+    stream: int | None = None
+
+
+class Event(msgspec.Struct, gc=False):
+    """The event fields the collector reads. The fast reader decodes them with these types; an event
+    with other types arrives as a dict and :func:`event_from_dict` keeps its values as they are."""
+
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    ts: float | None = None
+    dur: float | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    args: Args | None = None
+
+
+def event_from_dict(e: dict) -> Event:
+    """An Event holding a dict event's values unchecked (the collector checks their types)."""
+    a = e.get("args")
+    args = Args(a.get("correlation"), a.get("stream")) if type(a) is dict else None
+    g = e.get
+    return Event(g("ph"), g("cat"), g("name"), g("ts"), g("dur"), g("pid"), g("tid"), args)
 
 
 def _int(value, default: int = -1) -> int:
@@ -47,16 +87,18 @@ class Collected:
     last_profiler_step_end: float | None = None
     gpu_ts: array = field(default_factory=lambda: array("d"))
     gpu_dur: array = field(default_factory=lambda: array("d"))
-    gpu_name: array = field(default_factory=lambda: array("l"))
+    gpu_name: array = field(default_factory=lambda: array("i"))
     gpu_corr: array = field(default_factory=lambda: array("q"))
     cpu_corr: array = field(default_factory=lambda: array("q"))
     cpu_corr_ts: array = field(default_factory=lambda: array("d"))
     # CPU operators per thread: (pid, tid) -> (ts, dur, name id) arrays, for self time
     ops: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
+    name_types: dict[int, str] = field(default_factory=dict)  # kernel type of the shared entries past MAX_NAMES
 
 
 class Collector:
-    """Feed it with :func:`trace_reader.read_trace` (``on_header``/``on_event``); read ``.data``."""
+    """Feed it with :func:`reader.read_trace` (``on_header``, ``on_event``, ``Event``, ``on_record``);
+    read ``.data``."""
 
     def __init__(self) -> None:
         self.data = Collected()
@@ -65,42 +107,64 @@ class Collector:
     def on_header(self, header: dict) -> None:
         self.data, self._ids = Collected(header=header if isinstance(header, dict) else {}), {}
 
-    def _id(self, name: str) -> int:
+    def _id(self, name: str, gpu: bool) -> int:
         i = self._ids.get(name)
         if i is None:
+            if len(self._ids) >= MAX_NAMES:
+                return self._shared_id(name, gpu)
             i = self._ids[name] = len(self.data.names)
             self.data.names.append(name)
         return i
 
+    def _shared_id(self, name: str, gpu: bool) -> int:
+        """The one entry that names past MAX_NAMES share: per kernel type for GPU events."""
+        from bridge_plugins.analysis.trace.gpu_breakdown import kernel_type  # imports this module
+
+        kind = kernel_type(name) if gpu else None
+        label = f"(other {kind} kernels)" if gpu else "(other operators)"
+        key = f"{label}: past {MAX_NAMES:,} distinct names"
+        i = self._ids.get(key)
+        if i is None:
+            i = self._ids[key] = len(self.data.names)
+            self.data.names.append(key)
+            if kind is not None:
+                self.data.name_types[i] = kind
+        return i
+
     def on_event(self, e: dict) -> None:
-        """Called for every event of a big file: written for speed (one dict lookup per field)."""
+        """One event as a dict (the streaming reader's and odd events' path)."""
+        self.on_record(event_from_dict(e))
+
+    def on_record(self, e: Event) -> None:
+        """Called for every event of a big file: written for speed (one attribute read per field)."""
         d = self.data
         d.events += 1
-        if e.get("ph") != "X":
+        if e.ph != "X":
             return
-        cat, ts, dur = e.get("cat"), e.get("ts"), e.get("dur")
+        cat, ts, dur = e.cat, e.ts, e.dur
         if cat is None or cat == "Trace" or type(ts) not in _NUMBER or type(dur) not in _NUMBER:
             return
-        try:
-            ts, dur = float(ts), float(dur)
-        except OverflowError:  # past float range: not a real event (checked before any append)
-            return
-        name = e.get("name")
+        if type(ts) is not float or type(dur) is not float:  # ints from a dict event
+            try:
+                ts, dur = float(ts), float(dur)
+            except OverflowError:  # past float range: not a real event (checked before any append)
+                return
+        name = e.name
         if type(name) is not str:
             name = "" if name is None else str(name)
-        args = e.get("args")
-        if type(args) is not dict:
-            args = {}
-        corr = args.get("correlation", -1)
+        args = e.args
+        corr = -1 if args is None or args.correlation is None else args.correlation
         if type(corr) is not int:
             corr = _int(corr)
         if corr >= _INT64_LIMIT:
             return  # no launch has such an id, and it would not fit the arrays
         if corr >= 0:
-            stream = args.get("stream", -1)
-            if (stream if type(stream) is int else _int(stream)) >= 0:
+            stream = args.stream
+            if type(stream) is not int:
+                stream = -1 if stream is None else _int(stream)
+            if stream >= 0:
                 i = self._ids.get(name)
-                d.gpu_name.append(self._id(name) if i is None else i)
+                d.gpu_name.append(self._id(name, True) if i is None else i)
                 d.gpu_ts.append(ts)
                 d.gpu_dur.append(dur)
                 d.gpu_corr.append(corr)
@@ -112,20 +176,27 @@ class Collector:
         if "ProfilerStep" in name:
             self._profiler_step(name, cat, ts, dur)
         if cat == "cpu_op":
-            key = (_hashable(e.get("pid")), _hashable(e.get("tid")))
+            pid, tid = e.pid, e.tid
+            key = (
+                pid if type(pid) in _KEY_TYPES else _hashable(pid),
+                tid if type(tid) in _KEY_TYPES else _hashable(tid),
+            )
             arrays = d.ops.get(key)
             if arrays is None:
-                arrays = d.ops[key] = (array("d"), array("d"), array("l"))
+                if len(d.ops) >= MAX_THREADS:
+                    key = _OTHER_THREAD
+                arrays = d.ops.get(key) or d.ops.setdefault(key, (array("d"), array("d"), array("i")))
             i = self._ids.get(name)
-            arrays[2].append(self._id(name) if i is None else i)
+            arrays[2].append(self._id(name, False) if i is None else i)
             arrays[0].append(ts)
             arrays[1].append(dur)
 
     def _profiler_step(self, name: str, cat, ts: float, dur: float) -> None:
         d = self.data
-        d.profiler_step_names.add(name)
+        if len(d.profiler_step_names) < 2:  # only whether there are two matters (gpu_breakdown)
+            d.profiler_step_names.add(name)
         if d.last_profiler_step_end is None or ts + dur > d.last_profiler_step_end:
             d.last_profiler_step_end = ts + dur
         m = STEP_RE.match(name)
-        if m and cat == "user_annotation":
+        if m and cat == "user_annotation" and (len(d.steps) < MAX_STEPS or int(m.group(1)) in d.steps):
             d.steps[int(m.group(1))] = max(dur, d.steps.get(int(m.group(1)), 0.0))

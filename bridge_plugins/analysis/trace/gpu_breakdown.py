@@ -44,6 +44,11 @@ def kernel_type(name: str) -> str:
     return OTHER if _NOT_COMPUTE_RE.match(name) else COMPUTATION
 
 
+def kernel_types(d: Collected) -> list[str]:
+    """The kernel type of every name id of ``d`` (the entries shared past the name limit carry theirs)."""
+    return [d.name_types.get(i) or kernel_type(n) for i, n in enumerate(d.names)]
+
+
 def kept_gpu_events(d: Collected) -> np.ndarray:
     """Boolean mask over the GPU events: those launched from the captured steps (see module doc)."""
     corr = np.frombuffer(d.gpu_corr, dtype=np.int64) if len(d.gpu_corr) else np.zeros(0, np.int64)
@@ -76,7 +81,7 @@ def breakdown(d: Collected, keep: np.ndarray, types: list[str]) -> dict[str, flo
     ts = ts - ts.min()  # relative to the first GPU event: small numbers keep full precision
     end = ts + np.frombuffer(d.gpu_dur, dtype=np.float64)[keep]
     type_of_name = np.array(types)  # indexed by name id, as one array: fast for millions of events
-    type_of_event = type_of_name[np.frombuffer(d.gpu_name, dtype=np.int64)[keep]]
+    type_of_event = type_of_name[np.frombuffer(d.gpu_name, dtype=np.int32)[keep]]
     comp, comm, mem = (type_of_event == t for t in (COMPUTATION, COMMUNICATION, MEMORY))
     span = float(end.max())
     busy = _union_length(ts, end)

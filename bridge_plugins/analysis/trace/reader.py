@@ -1,13 +1,17 @@
-"""Stream a Chrome trace (``.json`` or ``.json.gz``) event by event, never holding the file in memory.
+"""Read a Chrome trace (``.json`` or ``.json.gz``) event by event, never holding the file in memory.
 
-Why streaming: a trace of a long window is GBs of JSON; ``json.load`` needs several times that in
-RAM (HTA users report 950 GB for 200 GB of traces). ijson parses incrementally, with its C
-backend (yajl2_c) where installed, and returns floats rather than Decimals (``use_float``).
+Why not ``json.load``: a trace of a long window is GBs of JSON, and a parsed document needs several
+times that in RAM (HTA users report 950 GB for 200 GB of traces). Two readers, both streaming:
+
+- the fast one (:mod:`.chunked`: ISA-L gzip, msgspec on chunks of whole events), used first;
+- ijson's streaming parser (C backend yajl2_c where installed), the fallback for a header the fast
+  one cannot place, or when msgspec is not installed.
 
 The header (``distributedInfo``, ``deviceProperties``...) is what comes before ``traceEvents``, which
 is where Kineto writes it; keys written after the events (``traceName``, ``baseTimeNanoseconds``)
 are not read. Every way a file can be unreadable becomes :class:`TraceError` with a one-line
-message naming the file, so callers can list it and go on with the other files.
+message naming the file, so callers can list it and go on with the other files. The limits on
+hostile files (an event's size, nesting depth) are in docs/limits.md.
 """
 
 from __future__ import annotations
@@ -23,11 +27,23 @@ import ijson
 
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
+try:
+    from bridge_plugins.analysis.trace import chunked
+except ImportError:  # pragma: no cover - msgspec is a dependency; the streaming reader still works
+    chunked = None
+
 try:  # the C backend is ~10x faster; fall back to whatever ijson picked
     _ijson = ijson.get_backend("yajl2_c")
 except (ImportError, ValueError):
     _ijson = ijson
 _python_backend = ijson.get_backend("python")
+_GZIP_ERRORS: tuple[type[BaseException], ...] = (zlib.error,)
+try:
+    from isal.isal_zlib import error as _isal_error
+
+    _GZIP_ERRORS += (_isal_error,)
+except ImportError:  # pragma: no cover
+    pass
 
 
 class TraceError(Exception):
@@ -35,7 +51,7 @@ class TraceError(Exception):
 
 
 @contextmanager
-def _open(path: Path, replace_bad_utf8: bool):
+def _open(path: Path, replace_bad_utf8: bool = False):
     with open_regular(path) as raw:
         fh = gzip.GzipFile(fileobj=raw, mode="rb") if path.name.endswith(".gz") else raw
         if replace_bad_utf8:
@@ -93,7 +109,7 @@ def _header(fh, backend) -> tuple[dict, bool]:
 
 
 def _describe(e: BaseException) -> str:
-    if isinstance(e, (EOFError, zlib.error)) or "end of stream" in str(e).lower():
+    if isinstance(e, (EOFError, *_GZIP_ERRORS)) or "end of stream" in str(e).lower():
         return "truncated gzip stream (the file was cut off while being written or copied)"
     if isinstance(e, gzip.BadGzipFile):
         return f"not a gzip file ({e})"
@@ -119,35 +135,61 @@ def _retry_with(e: BaseException, replace_bad_utf8: bool, backend) -> tuple[bool
     return None
 
 
-def read_trace(path: Path, on_header: Callable[[dict], None], on_event: Callable[[dict], None]) -> None:
-    """Call ``on_header(header)``, then ``on_event(event)`` for every element of traceEvents.
-
-    ``on_header`` starts the file: it is called again, and the caller must drop what it gathered,
-    if the file is reread another way (see _retry_with). Raises TraceError for a file that is
-    missing, not gzip, truncated, not JSON or not a trace.
-    """
-    path = Path(path)
+def _read_streaming(path: Path, on_header: Callable[[dict], None], on_event: Callable[[dict], None]) -> None:
     replace_bad_utf8, backend = False, _ijson
     while True:
         try:
             with _open(path, replace_bad_utf8) as fh:
                 header, has_events = _header(fh, backend)
             if not has_events:
-                raise TraceError(f"{path}: no traceEvents list, so this is not a Chrome trace")
+                raise TraceError("no traceEvents list, so this is not a Chrome trace")
             on_header(header)
             with _open(path, replace_bad_utf8) as fh:
                 for event in backend.items(fh, "traceEvents.item", use_float=True):
                     if isinstance(event, dict):
                         on_event(event)
             return
-        except TraceError as e:
-            raise TraceError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
-        except NotARegularFile as e:
-            raise TraceError(f"{path}: {e}") from None
         except (UnicodeDecodeError, ijson.JSONError) as e:
             retry = _retry_with(e, replace_bad_utf8, backend)
             if retry is None:
-                raise TraceError(f"{path}: {_describe(e)}") from None
+                raise TraceError(_describe(e)) from None
             replace_bad_utf8, backend = retry
-        except (OSError, EOFError, zlib.error, ValueError) as e:
-            raise TraceError(f"{path}: {_describe(e)}") from None
+
+
+def read_trace(
+    path: Path,
+    on_header: Callable[[dict], None],
+    on_event: Callable[[dict], None],
+    record_type: type | None = None,
+    on_record: Callable[[object], None] | None = None,
+) -> None:
+    """Call ``on_header(header)``, then, for every element of traceEvents that is an object, either
+    ``on_record(record)`` (decoded as ``record_type``, a msgspec Struct of the fields the caller
+    reads: the fast path) or ``on_event(dict)`` (where a value has an unexpected type, and in the
+    streaming reader).
+
+    ``on_header`` starts the file: it is called again, and the caller must drop what it gathered,
+    if the file is reread another way. Raises TraceError for a file that is missing, not gzip,
+    truncated, not JSON, not a trace, or past a limit (docs/limits.md).
+    """
+    path = Path(path)
+    if record_type is None or on_record is None:
+        record_type, on_record = None, None
+    try:
+        if chunked is not None:
+            try:
+                with open_regular(path) as raw:
+                    fh = chunked.open_stream(raw, path.name.endswith(".gz"))
+                    chunked.read_events(fh, on_header, on_event, record_type, on_record)
+                return
+            except chunked.NotFast:
+                pass
+            except chunked.Unreadable as e:
+                raise TraceError(str(e)) from None
+        _read_streaming(path, on_header, on_event)
+    except TraceError as e:
+        raise TraceError(f"{path}: {e}") from None
+    except NotARegularFile as e:
+        raise TraceError(f"{path}: {e}") from None
+    except (OSError, EOFError, ValueError, *_GZIP_ERRORS) as e:
+        raise TraceError(f"{path}: {_describe(e)}") from None
