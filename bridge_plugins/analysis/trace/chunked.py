@@ -37,9 +37,7 @@ _WS = b" \t\r\n"
 _WS_BYTES = (b" ", b"\t", b"\r", b"\n")
 _EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
 _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
-_ARRAY_END = re.compile(rb"\}[ \t\r\n]*\][ \t\r\n]*[,}]")  # the last event's }, then ], then , or }
 _BYTE_AT = re.compile(r"\(byte (\d+)\)")
-_MAX_END_TRIES = 64
 _generic = msgspec.json.Decoder()
 
 
@@ -163,8 +161,8 @@ def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Iterator[tuple
                 continue
         if len(buf) > MAX_PIECE_BYTES:
             raise Unreadable(
-                f"an event at byte {offset} is larger than {_mib(MAX_PIECE_BYTES)} (a huge string?), "
-                "past the limit in docs/limits.md"
+                f"an event (or what follows the events) at byte {offset} is larger than "
+                f"{_mib(MAX_PIECE_BYTES)} (a huge string?), past the limit in docs/limits.md"
             )
         block = next(blocks, None)
         eof = block is None
@@ -172,28 +170,23 @@ def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Iterator[tuple
 
 
 def _last_chunk(buf: bytes, offset: int) -> bytes:
-    """The events left at the end of the file, as an array. The ``]`` that closes traceEvents is the
-    one candidate after which the events decode; tried from the end, since only a few keys follow
-    it (and are not read)."""
-    if buf.lstrip(_WS).startswith(b"]"):
-        return b"[]"
-    last_error: Exception | None = None
-    for tries, m in enumerate(reversed(list(_ARRAY_END.finditer(buf)))):
-        if tries == _MAX_END_TRIES:
-            break
-        chunk = b"[" + buf[: m.start() + 1] + b"]"
-        try:
-            _generic.decode(chunk)  # checked here once: the caller decodes it again, typed
-            return chunk
-        except RecursionError:
-            raise Unreadable(_too_deep()) from None
-        except (msgspec.DecodeError, msgspec.ValidationError) as e:
-            if "utf-8" in str(e).lower():
-                return chunk  # the caller's decoding replaces bad bytes
-            if last_error is None or "truncated" in str(last_error).lower():
-                last_error = e
-    if last_error is not None and "truncated" not in str(last_error).lower():
-        raise Unreadable(_decode_error(last_error, offset - 1))
+    """The events left at the end of the file, as an array: msgspec decodes ``[`` + the rest of the
+    file and says where the array ends ("trailing characters"); what follows is not read."""
+    chunk = b"[" + buf
+    try:
+        _generic.decode(chunk)
+        raise Unreadable("not valid JSON (the file ends right after traceEvents, without the closing })")
+    except RecursionError:
+        raise Unreadable(_too_deep()) from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        msg = str(e)
+        m = _BYTE_AT.search(msg)
+        if "trailing characters" in msg and m:
+            return chunk[: int(m.group(1)) - 1]  # msgspec points one past the first trailing byte
+        if "utf-8" in msg.lower():
+            return _last_chunk(buf.decode("utf-8", errors="replace").encode(), offset)
+        if "truncated" not in msg.lower():
+            raise Unreadable(_decode_error(e, offset - 1)) from None
     raise Unreadable("not valid JSON (the file ends inside traceEvents: cut off while being written or copied?)")
 
 
