@@ -36,7 +36,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 _WS = b" \t\r\n"
 _WS_BYTES = (b" ", b"\t", b"\r", b"\n")
 _EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
-_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
+# between two events: the next one starts with a key (a " that a string could only hold escaped) or is {}
+_BOUNDARY = re.compile(rb'\}[ \t\r\n]*,[ \t\r\n]*(\{)[ \t\r\n]*["}]')
+_CUT_TRIES = 8
 _BYTE_AT = re.compile(r"\(byte (\d+)\)")
 _generic = msgspec.json.Decoder()
 
@@ -138,8 +140,9 @@ def _header(blocks: Iterator[bytes]) -> tuple[dict, bytes, int]:
 def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Iterator[tuple[bytes, int, bool]]:
     """(``[`` + whole events + ``]``, file offset of its first event, whether it is the last chunk).
 
-    A chunk after which ``decode`` reported "truncated" (a cut inside a string or a nested list)
-    is extended: the caller sends True into the generator to ask for that.
+    When ``decode`` reports "truncated" (the cut fell inside a string or a nested list), the caller
+    sends True into the generator: the next chunk is cut at an earlier boundary, and after a few
+    such tries, at one in a longer piece of the file.
     """
     buf, eof = rest, False
     while True:
@@ -150,23 +153,25 @@ def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Iterator[tuple
         if eof:
             yield _last_chunk(buf, offset), offset, True
             return
-        k, cut = len(buf), None
-        while cut is None and (k := buf.rfind(b"}", 0, k)) >= 0:
+        k, tries = len(buf), 0
+        while tries < _CUT_TRIES and (k := buf.rfind(b"}", 0, k)) >= 0:
             cut = _BOUNDARY.match(buf, k)
-        if cut is not None:
-            extend = yield b"[" + buf[: k + 1] + b"]", offset, False
-            if not extend:
-                offset += cut.end() - 1
-                buf = buf[cut.end() - 1 :]
+            if cut is None:
                 continue
-        if len(buf) > MAX_PIECE_BYTES:
-            raise Unreadable(
-                f"an event (or what follows the events) at byte {offset} is larger than "
-                f"{_mib(MAX_PIECE_BYTES)} (a huge string?), past the limit in docs/limits.md"
-            )
-        block = next(blocks, None)
-        eof = block is None
-        buf += block or b""
+            tries += 1
+            if not (yield b"[" + buf[: k + 1] + b"]", offset, False):
+                offset += cut.start(1)
+                buf = buf[cut.start(1) :]
+                break
+        else:
+            if len(buf) > MAX_PIECE_BYTES:
+                raise Unreadable(
+                    f"an event (or what follows the events) at byte {offset} is larger than "
+                    f"{_mib(MAX_PIECE_BYTES)} (a huge string?), past the limit in docs/limits.md"
+                )
+            block = next(blocks, None)
+            eof = block is None
+            buf += block or b""
 
 
 def _last_chunk(buf: bytes, offset: int) -> bytes:
