@@ -125,13 +125,18 @@ def _header(blocks: Iterator[bytes]) -> tuple[dict, bytes, int]:
     head = buf[: m.start()].strip(_WS)
     if not head.startswith(b"{"):
         raise NotFast
-    head = head[:-1] if head.endswith(b",") else head
+    head = (head[:-1] if head.endswith(b",") else head) + b"}"
     try:
-        header = _generic.decode(head + b"}")
+        try:
+            header = _generic.decode(head)
+        except msgspec.DecodeError as e:
+            if "utf-8" not in str(e).lower():
+                raise
+            header = _generic.decode(head.decode("utf-8", errors="replace"))
     except RecursionError:
         raise Unreadable(_too_deep()) from None
     except (msgspec.DecodeError, msgspec.ValidationError):
-        raise NotFast from None  # e.g. "traceEvents" inside a string, or bad bytes in the header
+        raise NotFast from None  # e.g. "traceEvents" inside a string or inside another key
     if not isinstance(header, dict):
         raise NotFast
     return header, buf[m.end() :], m.end()

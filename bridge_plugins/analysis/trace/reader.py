@@ -37,6 +37,7 @@ try:  # the C backend is ~10x faster; fall back to whatever ijson picked
 except (ImportError, ValueError):
     _ijson = ijson
 _python_backend = ijson.get_backend("python")
+MAX_DEPTH = 1000  # nesting the streaming reader accepts (docs/limits.md)
 _GZIP_ERRORS: tuple[type[BaseException], ...] = (zlib.error,)
 try:
     from isal.isal_zlib import error as _isal_error
@@ -88,24 +89,50 @@ class _Utf8Bytes(io.RawIOBase):
         super().close()
 
 
-def _header(fh, backend) -> tuple[dict, bool]:
-    """Top-level keys before ``traceEvents``, and whether ``traceEvents`` was reached."""
-    header: dict = {}
-    key, builder = None, None
-    for prefix, event, value in backend.parse(fh, use_float=True):
-        if prefix == "":
-            if event == "start_map":
-                continue
-            if event not in ("map_key", "end_map"):
-                raise TraceError("the top level is not a JSON object, so this is not a Chrome trace")
-            if builder is not None:
-                header[key] = builder.value
-            if event == "end_map" or value == "traceEvents":
-                return header, event == "map_key"
-            key, builder = value, ijson.ObjectBuilder()
-        elif builder is not None:
+def _too_deep(limit: int) -> TraceError:
+    return TraceError(f"JSON nested too deeply (more than {limit} levels; see docs/limits.md)")
+
+
+def _stream(fh, backend, on_header, on_event, limit: int = MAX_DEPTH) -> None:
+    """One pass of ijson's ``basic_parse``: the top-level keys before ``traceEvents`` go to
+    ``on_header``, then each object in it to ``on_event``. Not ``parse``/``items``: their prefixes
+    grow with the nesting, so 200,000 levels take GBs before any check could run."""
+    depth, key, header, in_events = 0, None, {}, False
+    builder, whole_at = None, 0  # a header value or an event being built, whole when depth is whole_at
+    for n, (event, value) in enumerate(backend.basic_parse(fh, use_float=True)):
+        if event == "start_map" or event == "start_array":
+            depth += 1
+            if depth > limit:
+                raise _too_deep(limit)
+        elif event == "end_map" or event == "end_array":
+            depth -= 1
+        if builder is not None:
             builder.event(event, value)
-    return header, False
+            if depth == whole_at:
+                if not in_events:
+                    header[key] = builder.value
+                elif isinstance(builder.value, dict):
+                    on_event(builder.value)
+                builder = None
+        elif n == 0 and event != "start_map":
+            raise TraceError("the top level is not a JSON object, so this is not a Chrome trace")
+        elif in_events:
+            if depth == 1:  # the end of traceEvents: what follows is not read
+                return
+            if depth == 3:  # an element that is an object or an array
+                builder, whole_at = ijson.ObjectBuilder(), 2
+                builder.event(event, value)
+        elif depth == 1 and event == "map_key":
+            key = value
+        elif depth == 2 and key == "traceEvents" and event == "start_array":
+            on_header(header)
+            in_events = True
+        elif depth == 2:
+            builder, whole_at = ijson.ObjectBuilder(), 1
+            builder.event(event, value)
+        elif depth == 1 and n > 0:
+            header[key] = value  # a scalar value
+    raise TraceError("no traceEvents list, so this is not a Chrome trace")
 
 
 def _describe(e: BaseException) -> str:
@@ -140,14 +167,7 @@ def _read_streaming(path: Path, on_header: Callable[[dict], None], on_event: Cal
     while True:
         try:
             with _open(path, replace_bad_utf8) as fh:
-                header, has_events = _header(fh, backend)
-            if not has_events:
-                raise TraceError("no traceEvents list, so this is not a Chrome trace")
-            on_header(header)
-            with _open(path, replace_bad_utf8) as fh:
-                for event in backend.items(fh, "traceEvents.item", use_float=True):
-                    if isinstance(event, dict):
-                        on_event(event)
+                _stream(fh, backend, on_header, on_event)
             return
         except (UnicodeDecodeError, ijson.JSONError) as e:
             retry = _retry_with(e, replace_bad_utf8, backend)
