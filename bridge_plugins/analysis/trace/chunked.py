@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - isal ships wheels for every platform w
     igzip_threaded = None
 
 THREADED_GZIP = 0 if os.environ.get("BRIDGE_PLUGINS_GZIP_THREAD") == "0" else 1
-BLOCK_BYTES = 4 << 20
+BLOCK_BYTES = 1 << 20
 MAX_PIECE_BYTES = 16 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 _WS = b" \t\r\n"

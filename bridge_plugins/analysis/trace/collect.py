@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import msgspec
+import numpy as np
+
+from bridge_plugins.analysis.trace.spill import SPILL_AT, Spill, columns
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _INT64_LIMIT = 2**63
@@ -93,7 +97,22 @@ class Collected:
     cpu_corr_ts: array = field(default_factory=lambda: array("d"))
     # CPU operators per thread: (pid, tid) -> (ts, dur, name id) arrays, for self time
     ops: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
+    # the CPU columns' earlier elements, moved to temporary files as they grew (see spill, and the
+    # readers below, which give whole columns)
+    ops_spilled: dict[tuple, Spill] = field(default_factory=dict)
+    cpu_corr_spilled: Spill | None = None
     name_types: dict[int, str] = field(default_factory=dict)  # kernel type of the shared entries past MAX_NAMES
+
+    def cpu_correlations(self) -> tuple[np.ndarray, np.ndarray]:
+        """(correlation, ts) of every CPU-side event with a correlation, whole."""
+        corr, ts = columns((self.cpu_corr, self.cpu_corr_ts), self.cpu_corr_spilled)
+        return corr, ts
+
+    def thread_ops(self) -> Iterator[tuple[tuple, np.ndarray, np.ndarray, np.ndarray]]:
+        """((pid, tid), ts, dur, name id) of each thread's CPU operators, whole, one thread at a time."""
+        for key, tail in self.ops.items():
+            ts, dur, ids = columns(tail, self.ops_spilled.get(key))
+            yield key, ts, dur, ids
 
 
 class Collector:
@@ -173,6 +192,9 @@ class Collector:
                 return
             d.cpu_corr.append(corr)
             d.cpu_corr_ts.append(ts)
+            if len(d.cpu_corr) >= SPILL_AT:
+                d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
+                d.cpu_corr_spilled.write((d.cpu_corr, d.cpu_corr_ts))
         if "ProfilerStep" in name:
             self._profiler_step(name, cat, ts, dur)
         if cat == "cpu_op":
@@ -190,6 +212,9 @@ class Collector:
             arrays[2].append(self._id(name, False) if i is None else i)
             arrays[0].append(ts)
             arrays[1].append(dur)
+            if len(arrays[0]) >= SPILL_AT:
+                spill = d.ops_spilled.get(key) or d.ops_spilled.setdefault(key, Spill())
+                spill.write(arrays)
 
     def _profiler_step(self, name: str, cat, ts: float, dur: float) -> None:
         d = self.data

@@ -54,9 +54,13 @@ def kept_gpu_events(d: Collected) -> np.ndarray:
     corr = np.frombuffer(d.gpu_corr, dtype=np.int64) if len(d.gpu_corr) else np.zeros(0, np.int64)
     if len(d.profiler_step_names) < 2 or d.last_profiler_step_end is None:
         return np.ones(len(corr), dtype=bool)
-    cpu_corr = np.frombuffer(d.cpu_corr, dtype=np.int64) if len(d.cpu_corr) else np.zeros(0, np.int64)
-    cpu_ts = np.frombuffer(d.cpu_corr_ts, dtype=np.float64) if len(d.cpu_corr_ts) else np.zeros(0)
-    return np.isin(corr, cpu_corr[cpu_ts <= d.last_profiler_step_end])
+    cpu_corr, cpu_ts = d.cpu_correlations()
+    launched = cpu_corr[cpu_ts <= d.last_profiler_step_end]
+    launched.sort()  # in place: np.isin or np.unique would take several copies
+    del cpu_corr, cpu_ts  # the largest arrays here: let them go before the next ones
+    if len(launched) == 0:
+        return np.zeros(len(corr), dtype=bool)
+    return launched[np.minimum(np.searchsorted(launched, corr), len(launched) - 1)] == corr
 
 
 def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:

@@ -24,7 +24,7 @@ _BLOCK = 65536  # operators turned into Python floats at a time: the loop's memo
 def _child_time(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """Per operator, the summed duration of the operators nested directly inside it (same thread)."""
     order = np.lexsort((-dur, ts))  # by start, the enclosing (longer) one first
-    child = array("d", bytes(8 * len(ts)))
+    child = array("d", [0.0]) * len(ts)
     stack: list[int] = []
     stack_end: list[float] = []
     for at in range(0, len(order), _BLOCK):
@@ -45,10 +45,10 @@ def cpu_ops(d: Collected) -> dict[str, dict]:
     """Every CPU operator: name -> {self_us, total_us, calls}."""
     n = len(d.names)
     self_us, total_us, calls = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
-    for ts_a, dur_a, name_a in d.ops.values():
-        ts, dur = np.frombuffer(ts_a, np.float64), np.frombuffer(dur_a, np.float64)
-        ids = np.frombuffer(name_a, np.int32)
-        s, c = _per_name(n, ids, np.maximum(dur - _child_time(ts, dur), 0.0))
+    for _, ts, dur, ids in d.thread_ops():
+        self_time = _child_time(ts, dur)
+        np.subtract(dur, self_time, out=self_time)
+        s, c = _per_name(n, ids, np.maximum(self_time, 0.0, out=self_time))
         self_us += s
         total_us += np.bincount(ids, weights=dur, minlength=n)
         calls += c
