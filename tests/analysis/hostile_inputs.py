@@ -12,7 +12,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zlib
 from collections.abc import Callable
@@ -231,32 +230,37 @@ class Run:
     peak_rss: int  # bytes, from wait4: the process's own peak
 
 
-def run_summary(path: Path, timeout: float = 600) -> Run:
-    """``bridge-plugins summary PATH --json`` in a fresh process, timed, with its peak RSS (wait4)."""
+# Started from a small Python process: a child's ru_maxrss counts the memory of the process it was
+# forked from (before exec), so forking from a big test or benchmark process would inflate it.
+_MEASURE = """
+import os, subprocess, sys
+p = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(p.pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss * 1024}")
+"""
+
+
+def run_summary(path: Path, timeout: float = 600, command: tuple[str, ...] = ("summary",)) -> Run:
+    """``bridge-plugins summary PATH --json`` in a fresh process, timed, with its own peak RSS."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile() as res:
+        cmd = [sys.executable, "-m", "bridge_plugins", *command, str(path), "--json"]
         t0 = time.perf_counter()
-        p = subprocess.Popen(
-            [sys.executable, "-m", "bridge_plugins", "summary", str(path), "--json"],
-            stdout=out,
-            stderr=err,
-            env=env,
-            cwd=REPO,
-        )
-        killer = threading.Timer(timeout, p.kill)
-        killer.start()
         try:
-            _, status, usage = os.wait4(p.pid, 0)
-        finally:
-            killer.cancel()
+            subprocess.run(
+                [sys.executable, "-c", _MEASURE, res.name, *cmd],
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=REPO,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Run(-9, "", "timed out", time.perf_counter() - t0, 0)
         wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
+        code, rss = (int(x) for x in Path(res.name).read_text().split())
         out.seek(0)
         err.seek(0)
-        return Run(
-            p.returncode,
-            out.read().decode(errors="replace"),
-            err.read().decode(errors="replace"),
-            wall,
-            usage.ru_maxrss * 1024,
-        )
+        return Run(code, out.read().decode(errors="replace"), err.read().decode(errors="replace"), wall, rss)

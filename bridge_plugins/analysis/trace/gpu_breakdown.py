@@ -84,9 +84,11 @@ def breakdown(d: Collected, keep: np.ndarray, types: list[str]) -> dict[str, flo
     ts = np.frombuffer(d.gpu_ts, dtype=np.float64)[keep]
     ts = ts - ts.min()  # relative to the first GPU event: small numbers keep full precision
     end = ts + np.frombuffer(d.gpu_dur, dtype=np.float64)[keep]
-    type_of_name = np.array(types)  # indexed by name id, as one array: fast for millions of events
+    kinds = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)
+    # a one-byte code per name id, as one array: fast and small for millions of events
+    type_of_name = np.array([kinds.index(t) for t in types], dtype=np.int8)
     type_of_event = type_of_name[np.frombuffer(d.gpu_name, dtype=np.int32)[keep]]
-    comp, comm, mem = (type_of_event == t for t in (COMPUTATION, COMMUNICATION, MEMORY))
+    comp, comm, mem = (type_of_event == kinds.index(t) for t in (COMPUTATION, COMMUNICATION, MEMORY))
     span = float(end.max())
     busy = _union_length(ts, end)
     computation = _union_length(ts[comp], end[comp])

@@ -13,7 +13,7 @@ from array import array
 
 import numpy as np
 
-SPILL_AT = 1 << 19  # elements per column kept in memory before they are written out
+SPILL_AT = 1 << 18  # elements per column kept in memory before they are written out
 
 
 class Spill:
