@@ -101,7 +101,7 @@ def _numbers(d: Path) -> Path:
 
 def _nan(literal: str) -> Callable[[Path], Path]:
     def build(d: Path) -> Path:
-        return _trace(d / f"ts_{literal.strip('-')}.json", OP.replace('"ts": 10.0', f'"ts": {literal}'))
+        return _trace(d / f"ts_{literal.replace('-', 'minus_')}.json", OP.replace('"ts": 10.0', f'"ts": {literal}'))
 
     return build
 
@@ -196,7 +196,10 @@ CASES = [
     *[Case(f"deep_{pos}", f"{DEPTH:,} deep as the {pos}", _deep_at(pos), (TOO_DEEP,)) for pos in ("ts", "pid")],
     Case("deep_after", f"{DEPTH:,} deep after the events (not read)", _deep_at("after")),
     Case("numbers", "negative, 1e308, 40-digit ints, negative dur", _numbers),
-    *[Case(f"ts_{v.strip('-')}", f"ts {v}", _nan(v), ("not valid JSON",)) for v in ("NaN", "Infinity", "-Infinity")],
+    *[
+        Case(f"ts_{v.replace('-', 'minus_')}", f"ts {v}", _nan(v), ("not valid JSON",))
+        for v in ("NaN", "Infinity", "-Infinity")
+    ],
     Case("long_number", "a 100,000-digit number", _long_number, ("not valid JSON",)),
     Case("keys", "duplicate, missing and mistyped keys", _keys),
     Case("boundaries", "}, { and ]} inside strings and args, several chunks", _boundaries),
@@ -228,6 +231,7 @@ class Run:
     stderr: str
     wall_s: float
     peak_rss: int  # bytes, from wait4: the process's own peak
+    cpu_s: float  # user + system
 
 
 # Started from a small Python process: a child's ru_maxrss counts the memory of the process it was
@@ -237,7 +241,7 @@ import os, subprocess, sys
 p = subprocess.Popen(sys.argv[2:])
 _, status, usage = os.wait4(p.pid, 0)
 with open(sys.argv[1], "w") as f:
-    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss * 1024}")
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss * 1024} {usage.ru_utime + usage.ru_stime}")
 """
 
 
@@ -258,9 +262,10 @@ def run_summary(path: Path, timeout: float = 600, command: tuple[str, ...] = ("s
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            return Run(-9, "", "timed out", time.perf_counter() - t0, 0)
+            return Run(-9, "", "timed out", time.perf_counter() - t0, 0, 0.0)
         wall = time.perf_counter() - t0
-        code, rss = (int(x) for x in Path(res.name).read_text().split())
+        code, rss, cpu = Path(res.name).read_text().split()
         out.seek(0)
         err.seek(0)
-        return Run(code, out.read().decode(errors="replace"), err.read().decode(errors="replace"), wall, rss)
+        text, errors = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+        return Run(int(code), text, errors, wall, int(rss), float(cpu))
