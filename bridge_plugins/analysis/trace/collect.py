@@ -115,16 +115,22 @@ class Collected:
             yield key, ts, dur, ids
 
 
+def _kernel_type(name: str) -> str:
+    from bridge_plugins.analysis.trace.gpu_breakdown import kernel_type  # that module imports this one
+
+    return kernel_type(name)
+
+
 class Collector:
     """Feed it with :func:`reader.read_trace` (``on_header``, ``on_event``, ``Event``, ``on_record``);
     read ``.data``."""
 
     def __init__(self) -> None:
-        self.data = Collected()
-        self._ids: dict[str, int] = {}
+        self.on_header({})
 
     def on_header(self, header: dict) -> None:
         self.data, self._ids = Collected(header=header if isinstance(header, dict) else {}), {}
+        self._shared: dict[str | None, int] = {}  # kernel type (None: CPU) -> id shared past MAX_NAMES
 
     def _id(self, name: str, gpu: bool) -> int:
         i = self._ids.get(name)
@@ -137,15 +143,12 @@ class Collector:
 
     def _shared_id(self, name: str, gpu: bool) -> int:
         """The one entry that names past MAX_NAMES share: per kernel type for GPU events."""
-        from bridge_plugins.analysis.trace.gpu_breakdown import kernel_type  # imports this module
-
-        kind = kernel_type(name) if gpu else None
-        label = f"(other {kind} kernels)" if gpu else "(other operators)"
-        key = f"{label}: past {MAX_NAMES:,} distinct names"
-        i = self._ids.get(key)
+        kind = _kernel_type(name) if gpu else None
+        i = self._shared.get(kind)
         if i is None:
-            i = self._ids[key] = len(self.data.names)
-            self.data.names.append(key)
+            label = f"(other {kind} kernels)" if gpu else "(other operators)"
+            i = self._shared[kind] = len(self.data.names)
+            self.data.names.append(f"{label}: past {MAX_NAMES:,} distinct names")
             if kind is not None:
                 self.data.name_types[i] = kind
         return i
