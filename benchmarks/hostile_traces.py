@@ -35,18 +35,21 @@ def main() -> int:
     for path in (JOB2, normal):
         run = run_summary(path)
         assert run.returncode == 0, run.stderr
-        points.append((uncompressed_size(path), run.wall_s, run.peak_rss))
-    (s0, t0, _), (s1, t1, _) = points
-    print(f"normal traces: {s0 / 1e6:.0f} MB in {t0:.1f} s, {s1 / 1e6:.0f} MB in {t1:.1f} s (same run)")
+        points.append((uncompressed_size(path), run.wall_s, run.cpu_s))
+    (s0, t0, c0), (s1, t1, c1) = points
+    print(
+        f"normal traces: {s0 / 1e6:.0f} MB in {t0:.1f} s ({c0:.1f} s CPU), "
+        f"{s1 / 1e6:.0f} MB in {t1:.1f} s ({c1:.1f} s CPU) (same run)"
+    )
 
     def normal_time(size: int) -> float:
         return t0 + (t1 - t0) * (size - s0) / (s1 - s0)
 
     print(
-        f"| {'case':<44} | {'on disk':>9} | {'JSON':>9} | {'time s':>7} | {'normal s':>8} | {'ratio':>5} | "
-        f"{'RSS MB':>6} | result"
+        f"| {'case':<44} | {'on disk':>9} | {'JSON':>9} | {'time s':>7} | {'CPU s':>6} | {'normal s':>8} | "
+        f"{'ratio':>5} | {'RSS MB':>6} | result"
     )
-    print(f"|{'-' * 46}|{'-' * 11}:|{'-' * 11}:|{'-' * 8}:|{'-' * 9}:|{'-' * 6}:|{'-' * 7}:|---")
+    print(f"|{'-' * 46}|{'-' * 10}:|{'-' * 10}:|{'-' * 8}:|{'-' * 7}:|{'-' * 9}:|{'-' * 6}:|{'-' * 7}:|---")
     worst = 0.0
     for case in CASES:
         if case.big and args.skip_big:
@@ -63,7 +66,7 @@ def main() -> int:
         worst = max(worst, ratio)
         print(
             f"| {case.what:<44} | {_mb(path.stat().st_size):>9} | {_mb(size):>9} | {run.wall_s:7.1f} | "
-            f"{max(normal_time(size), t0):8.1f} | {ratio:5.2f} | {run.peak_rss / 1e6:6.0f} | {outcome[:90]}",
+            f"{run.cpu_s:6.1f} | {max(normal_time(size), t0):8.1f} | {ratio:5.2f} | {run.peak_rss / 1e6:6.0f} | {outcome[:90]}",
             flush=True,
         )
         path.unlink()
