@@ -63,7 +63,7 @@ def _rank(header: dict, path: Path):
 def summarize_trace(path: Path) -> dict:
     """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
     c = Collector()
-    read_trace(path, c.on_header, c.on_event, Event, c.on_record)
+    read_trace(path, c.on_header, c.on_event, Event, c.on_records)
     d = c.data
     rank, source, world = _rank(d.header, path)
     types = gpu_breakdown.kernel_types(d)

@@ -42,7 +42,7 @@ def check(case: Case, path: Path, timeout: float = 300) -> dict | None:
 def collected(path: Path, fast: bool):
     c = Collector()
     if fast:
-        read_trace(path, c.on_header, c.on_event, Event, c.on_record)
+        read_trace(path, c.on_header, c.on_event, Event, c.on_records)
     else:
         _read_streaming(path, c.on_header, c.on_event)
     d = c.data

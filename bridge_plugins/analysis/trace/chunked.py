@@ -215,7 +215,7 @@ def read_events(
     on_header: Callable[[dict], None],
     on_event: Callable[[dict], None],
     record_type: type | None = None,
-    on_record: Callable[[object], None] | None = None,
+    on_records: Callable[[list], None] | None = None,
 ) -> None:
     """Read the binary stream ``fh`` (see module doc). Raises Unreadable or NotFast."""
     typed = msgspec.json.Decoder(list[record_type]) if record_type is not None else None
@@ -246,8 +246,7 @@ def read_events(
                 continue
             raise Unreadable(_decode_error(e, at - 1)) from None
         if records is not None:
-            for r in records:
-                on_record(r)
+            on_records(records)
         else:
             for d in dicts:
                 if isinstance(d, dict):

@@ -181,11 +181,11 @@ def read_trace(
     on_header: Callable[[dict], None],
     on_event: Callable[[dict], None],
     record_type: type | None = None,
-    on_record: Callable[[object], None] | None = None,
+    on_records: Callable[[list], None] | None = None,
 ) -> None:
     """Call ``on_header(header)``, then, for every element of traceEvents that is an object, either
-    ``on_record(record)`` (decoded as ``record_type``, a msgspec Struct of the fields the caller
-    reads: the fast path) or ``on_event(dict)`` (where a value has an unexpected type, and in the
+    ``on_records(list of records)`` per chunk (decoded as ``record_type``, a msgspec Struct of the
+    fields the caller reads: the fast path) or ``on_event(dict)`` (where a value has an unexpected type, and in the
     streaming reader).
 
     ``on_header`` starts the file: it is called again, and the caller must drop what it gathered,
@@ -193,14 +193,14 @@ def read_trace(
     truncated, not JSON, not a trace, or past a limit (docs/limits.md).
     """
     path = Path(path)
-    if record_type is None or on_record is None:
-        record_type, on_record = None, None
+    if record_type is None or on_records is None:
+        record_type, on_records = None, None
     try:
         if chunked is not None:
             try:
                 with open_regular(path) as raw:
                     fh = chunked.open_stream(raw, path.name.endswith(".gz"))
-                    chunked.read_events(fh, on_header, on_event, record_type, on_record)
+                    chunked.read_events(fh, on_header, on_event, record_type, on_records)
                 return
             except chunked.NotFast:
                 pass
