@@ -174,9 +174,11 @@ def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Iterator[tuple
                     f"an event (or what follows the events) at byte {offset} is larger than "
                     f"{_mib(MAX_PIECE_BYTES)} (a huge string?), past the limit in docs/limits.md"
                 )
-            block = next(blocks, None)
-            eof = block is None
-            buf += block or b""
+            grown = len(buf) + BLOCK_BYTES  # read a block's worth of data before looking again: a
+            while not eof and len(buf) < grown:  # block of padding adds one byte, and a look costs a scan
+                block = next(blocks, None)
+                eof = block is None
+                buf += block or b""
 
 
 def _last_chunk(buf: bytes, offset: int) -> bytes:
