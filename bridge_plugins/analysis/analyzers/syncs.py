@@ -62,10 +62,12 @@ def _events(d: Collected, calls: CpuCalls) -> tuple[list[tuple[float, float, int
     read_ids = [i for i, n in enumerate(d.names) if n in SCALAR_READS]
     if read_ids:
         for key, arrays in d.ops.items():
-            name = np.frombuffer(arrays[2], np.int64)
-            reads = np.flatnonzero(np.isin(name, read_ids))
+            reads = np.flatnonzero(np.isin(arrays[2], read_ids))
             if len(reads):
-                out += [(arrays[0][i], arrays[1][i], arrays[2][i], key) for i in _waiting(d, calls, key, arrays, reads)]
+                out += [
+                    (float(arrays[0][i]), float(arrays[1][i]), int(arrays[2][i]), key)
+                    for i in _waiting(d, calls, key, arrays, reads)
+                ]
     for _, _, n, _ in out:
         by_name[d.names[n]] += 1
     return sorted(out), dict(by_name)
@@ -79,7 +81,7 @@ def _waiting(d: Collected, calls: CpuCalls, key: tuple, arrays, reads: np.ndarra
     waits, so count the reads that would on a GPU: all but those inside ``Optimizer.step`` (its
     step counters live on the host in GPU runs too).
     """
-    ts, dur = np.frombuffer(arrays[0], np.float64)[reads], np.frombuffer(arrays[1], np.float64)[reads]
+    ts, dur = arrays[0][reads], arrays[1][reads]
     if len(d.gpu_ts):
         thread = d.threads.index(key) if key in d.threads else -1
         t = np.sort(calls.ts[calls.thread == thread])
