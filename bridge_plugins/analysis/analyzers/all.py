@@ -75,7 +75,7 @@ def _analyze(d: Collected, keep: np.ndarray, types: list[str]) -> TraceAnalyses:
     if not keep.any():
         steps = step_details(d, calls, None, intervals, syncs.per_step)
         timelines = step_timelines(d, None, calls, steps)
-        note = NONE_KEPT.format(n=len(d.gpu_ts), calls=len(d.cpu_corr)) if len(d.gpu_ts) else NO_GPU
+        note = NONE_KEPT.format(n=len(d.gpu_ts), calls=len(calls.corr)) if len(d.gpu_ts) else NO_GPU
         return TraceAnalyses(None, None, None, None, None, None, None, syncs, steps, timelines, note)
     g = gpu_events(d, keep, types, calls)
     steps = step_details(d, calls, g, intervals, syncs.per_step)

@@ -15,6 +15,7 @@ import numpy as np
 from bridge_plugins.analysis.analyzers.threads import columns, innermost, outermost
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
+from bridge_plugins.analysis.trace.spill import ThreadColumns
 
 MODULE_PREFIX = "nn.Module: "
 
@@ -45,7 +46,9 @@ def _owners(names: list[str], ids: np.ndarray, dur: np.ndarray) -> list[Owner]:
     return sorted(rows, key=lambda r: (-r.gpu_us, r.name))
 
 
-def _per_thread(table: dict, d: Collected, thread: np.ndarray, t: np.ndarray, pick, keep_name=None) -> np.ndarray:
+def _per_thread(
+    table: ThreadColumns, d: Collected, thread: np.ndarray, t: np.ndarray, pick, keep_name=None
+) -> np.ndarray:
     owner = np.full(len(t), -1, dtype=np.int64)
     for ti in np.unique(thread).tolist():
         arrays = table.get(d.threads[ti])

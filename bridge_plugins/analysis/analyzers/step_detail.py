@@ -52,7 +52,7 @@ def _count(sorted_times: np.ndarray, lo: float, hi: float) -> int:
 def step_details(
     d: Collected, calls: CpuCalls, g: GpuEvents | None, steps: dict[int, tuple[float, float]], syncs: dict[int, int]
 ) -> list[StepDetail]:
-    main = max(d.ops, key=lambda k: len(d.ops[k][0]), default=None)
+    main = max(d.ops, key=d.ops.length, default=None)
     covered = _Coverage(*columns(d.ops[main])[:2]) if main is not None else None
     launch_ids = [i for i, n in enumerate(d.names) if n in LAUNCH_CALLS]
     is_launch = np.isin(calls.name, launch_ids) if launch_ids else np.zeros(len(calls.name), dtype=bool)

@@ -62,10 +62,12 @@ def _events(d: Collected, calls: CpuCalls) -> tuple[list[tuple[float, float, int
     read_ids = [i for i, n in enumerate(d.names) if n in SCALAR_READS]
     if read_ids:
         for key, arrays in d.ops.items():
-            name = np.frombuffer(arrays[2], np.int64)
-            reads = np.flatnonzero(np.isin(name, read_ids))
+            reads = np.flatnonzero(np.isin(arrays[2], read_ids))
             if len(reads):
-                out += [(arrays[0][i], arrays[1][i], arrays[2][i], key) for i in _waiting(d, calls, key, arrays, reads)]
+                out += [
+                    (float(arrays[0][i]), float(arrays[1][i]), int(arrays[2][i]), key)
+                    for i in _waiting(d, calls, key, arrays, reads)
+                ]
     for _, _, n, _ in out:
         by_name[d.names[n]] += 1
     return sorted(out), dict(by_name)
@@ -79,7 +81,7 @@ def _waiting(d: Collected, calls: CpuCalls, key: tuple, arrays, reads: np.ndarra
     waits, so count the reads that would on a GPU: all but those inside ``Optimizer.step`` (its
     step counters live on the host in GPU runs too).
     """
-    ts, dur = np.frombuffer(arrays[0], np.float64)[reads], np.frombuffer(arrays[1], np.float64)[reads]
+    ts, dur = arrays[0][reads], arrays[1][reads]
     if len(d.gpu_ts):
         thread = d.threads.index(key) if key in d.threads else -1
         t = np.sort(calls.ts[calls.thread == thread])
@@ -99,17 +101,33 @@ def _waiting(d: Collected, calls: CpuCalls, key: tuple, arrays, reads: np.ndarra
     return reads[~inside].tolist()
 
 
-def _stack(d: Collected, key: tuple, t: float, cache: dict) -> list[str]:
-    """Python frames at time t on the thread when recorded (with_stack), else its annotations and operators."""
-    cols = cache.get(key)
+def _enclosing_any(cols: tuple[np.ndarray, np.ndarray, np.ndarray], times: list[float]):
+    """The events of a thread's (ts, dur, name id) columns that contain one of ``times``: the few a
+    stack needs, so the sorting below does not copy a whole thread's operators."""
+    ts, dur, ids = cols
+    end = ts + dur
+    m = np.zeros(len(ts), dtype=bool)
+    for t in times:
+        m |= (ts <= t) & (end >= t)
+    return ts[m], dur[m], ids[m]
+
+
+def _thread_columns(d: Collected, key: tuple, times: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(start, end, name id) of the thread's Python frames when recorded (with_stack), else of its
+    annotations and operators, that contain one of ``times``, by start, enclosing first."""
+    tables = [d.py] if key in d.py else [d.annotations, d.ops]
+    parts = [columns(_enclosing_any(table[key], times)) for table in tables if key in table]
+    if not parts:
+        return None
+    starts, ends, names = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    order = np.lexsort((starts - ends, starts))  # by start, the enclosing one first
+    return starts[order], ends[order], names[order]
+
+
+def _stack(d: Collected, cols: tuple[np.ndarray, np.ndarray, np.ndarray] | None, t: float) -> list[str]:
+    """The frames enclosing time t in a thread's columns (see _thread_columns), innermost last."""
     if cols is None:
-        tables = [d.py] if key in d.py else [d.annotations, d.ops]
-        parts = [columns(table[key]) for table in tables if key in table]
-        if not parts:
-            return []
-        starts, ends, names = (np.concatenate([p[i] for p in parts]) for i in range(3))
-        order = np.lexsort((starts - ends, starts))  # by start, the enclosing one first
-        cols = cache[key] = (starts[order], ends[order], names[order])
+        return []
     starts, ends, names = cols
     frames = [
         d.names[i] for i in names[enclosing(starts, ends, t)].tolist() if not d.names[i].startswith("ProfilerStep#")
@@ -125,9 +143,16 @@ def sync_points(d: Collected, calls: CpuCalls, steps: dict[int, tuple[float, flo
         for n, (start, dur) in steps.items()
     }
     sites: dict[tuple, list[float]] = {}
-    cache: dict = {}
-    for ts, dur, name, key in events[:EXAMPLES]:
-        stack = tuple(_stack(d, key, ts, cache)) or (d.names[name],)
+    examples = events[:EXAMPLES]
+    stacks: list[tuple] = [()] * len(examples)
+    for key in dict.fromkeys(e[3] for e in examples):  # one thread's whole columns in memory at a time
+        cols = _thread_columns(d, key, [e[0] for e in examples if e[3] == key])
+        for j, (ts, _, _, k) in enumerate(examples):
+            if k == key:
+                stacks[j] = tuple(_stack(d, cols, ts))
+        del cols
+    for (_, dur, name, _), found in zip(examples, stacks, strict=True):
+        stack = found or (d.names[name],)
         if stack[-1] != d.names[name]:
             stack = (*stack, d.names[name])[-STACK_DEPTH:]
         site = sites.setdefault(stack, [0, 0.0])

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 
 
-def columns(arrays: tuple[array, array, array]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start, end, name id) of a thread's events, sorted by start, enclosing (longer) first."""
-    ts, dur = np.frombuffer(arrays[0], np.float64), np.frombuffer(arrays[1], np.float64)
-    name = np.frombuffer(arrays[2], np.int64)
+def columns(arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, name id) of a thread's events (a ThreadColumns entry), sorted by start, enclosing first."""
+    ts, dur, name = (np.asarray(a) for a in arrays)
     order = np.lexsort((-dur, ts))
     return ts[order], (ts + dur)[order], name[order]
 

@@ -69,8 +69,8 @@ def _cap(bars: list[Bar]) -> tuple[list[Bar], int]:
 
 def _cpu_lanes(d: Collected, lo: float, hi: float) -> list[Lane]:
     lanes = []
-    for key, arrays in sorted(d.ops.items(), key=lambda kv: -len(kv[1][0])):
-        starts, ends, names = columns(arrays)
+    for key in sorted(d.ops, key=lambda k: -d.ops.length(k)):
+        starts, ends, names = columns(d.ops[key])  # one thread's whole columns at a time
         m = (ends > lo) & (starts < hi)  # an op enclosing one in the window overlaps it too: depths hold
         if not m.any():
             continue

@@ -8,21 +8,73 @@ Which events are GPU events follows HolisticTraceAnalysis (HTA) so our breakdown
 its ``get_temporal_breakdown``: a complete event (``ph: X``, with ``dur``) whose ``args`` carry a
 ``stream >= 0`` and a ``correlation >= 0``. Every other complete event is CPU side; those with a
 correlation (the ``cuda_runtime`` launches) are what GPU events are matched against.
+
+What grows with distinct values is bounded, so a hostile trace cannot take the memory
+(docs/limits.md): past ``MAX_NAMES`` distinct names, further names share one entry per kind
+(CPU side, or each GPU kernel type); past ``MAX_THREADS`` threads, further CPU events share one.
+The per-event CPU columns (launch calls, and operators, Python frames and annotations per thread)
+spill to temporary files as they grow (spill.py): read them whole through ``cpu_calls``,
+``cpu_correlations``, ``thread_ops`` or the tables' ``table[key]``.
 """
 
 from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+import msgspec
+import numpy as np
+
+from bridge_plugins.analysis.trace.spill import SPILL_AT, Spill, ThreadColumns, columns
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _INT64_LIMIT = 2**63
 _NUMBER = (int, float)
+_KEY_TYPES = (int, str)
 _GPU_SYNC_NAMES = ("Event Sync", "Context Sync")  # device-side waits: HTA counts them as neither side
+MAX_NAMES = 100_000
+MAX_THREADS = 10_000
+MAX_STEPS = 100_000
+_OTHER_THREAD = ("(other threads)", "(other threads)")
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
 _GPU_CATS = {"kernel": GPU_KERNEL, "Kernel": GPU_KERNEL, "gpu_memcpy": GPU_MEMCPY, "Memcpy": GPU_MEMCPY}
 _GPU_CATS.update({"gpu_memset": GPU_MEMSET, "Memset": GPU_MEMSET})
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` fields the collector reads (the fast reader decodes only these)."""
+
+    correlation: int | None = None
+    stream: int | None = None
+    bytes: int | float | None = None  # memcpy/memset
+    bandwidth: int | float | None = msgspec.field(default=None, name="memory bandwidth (GB/s)")
+
+
+class Event(msgspec.Struct, gc=False):
+    """The event fields the collector reads. The fast reader decodes them with these types; an event
+    with other types arrives as a dict and :func:`event_from_dict` keeps its values as they are."""
+
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    ts: float | None = None
+    dur: float | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    args: Args | None = None
+
+
+def event_from_dict(e: dict) -> Event:
+    """An Event holding a dict event's values unchecked (the collector checks their types)."""
+    a = e.get("args")
+    if type(a) is dict:
+        args = Args(a.get("correlation"), a.get("stream"), a.get("bytes"), a.get("memory bandwidth (GB/s)"))
+    else:
+        args = None
+    g = e.get
+    return Event(g("ph"), g("cat"), g("name"), g("ts"), g("dur"), g("pid"), g("tid"), args)
 
 
 def _int(value, default: int = -1) -> int:
@@ -57,7 +109,7 @@ class Collected:
     last_profiler_step_end: float | None = None
     gpu_ts: array = field(default_factory=lambda: array("d"))
     gpu_dur: array = field(default_factory=lambda: array("d"))
-    gpu_name: array = field(default_factory=lambda: array("l"))
+    gpu_name: array = field(default_factory=lambda: array("i"))
     gpu_corr: array = field(default_factory=lambda: array("q"))
     gpu_stream: array = field(default_factory=lambda: array("q"))
     gpu_cat: array = field(default_factory=lambda: array("b"))  # GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER
@@ -65,129 +117,186 @@ class Collected:
     mem_index: array = field(default_factory=lambda: array("q"))
     mem_bytes: array = field(default_factory=lambda: array("d"))
     mem_bw: array = field(default_factory=lambda: array("d"))
+    # CPU events with a correlation (launch calls): the columns' latest elements; whole: cpu_calls()
     cpu_corr: array = field(default_factory=lambda: array("q"))
     cpu_corr_ts: array = field(default_factory=lambda: array("d"))
     cpu_corr_dur: array = field(default_factory=lambda: array("d"))
-    cpu_corr_name: array = field(default_factory=lambda: array("l"))
-    cpu_corr_thread: array = field(default_factory=lambda: array("l"))  # index into ``threads``
+    cpu_corr_name: array = field(default_factory=lambda: array("i"))
+    cpu_corr_thread: array = field(default_factory=lambda: array("i"))  # index into ``threads``
+    cpu_corr_spilled: Spill | None = None  # their earlier elements, moved to a temporary file
     threads: list[tuple] = field(default_factory=list)  # (pid, tid) of CPU threads, by first appearance
-    # CPU operators per thread: (pid, tid) -> (ts, dur, name id) arrays, for self time
-    ops: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
-    # Python frames (``python_function``, traces recorded with_stack) per thread, same layout
-    py: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
-    # record_function spans (``user_annotation``: ProfilerStep#N, Optimizer.step...) per thread
-    annotations: dict[tuple, tuple[array, array, array]] = field(default_factory=dict)
+    # per thread (pid, tid) -> (ts, dur, name id), spill-aware (table[key] gives whole columns):
+    ops: ThreadColumns = field(default_factory=ThreadColumns)  # CPU operators, for self time
+    py: ThreadColumns = field(default_factory=ThreadColumns)  # Python frames (traces recorded with_stack)
+    # record_function spans (``user_annotation``: ProfilerStep#N, Optimizer.step...)
+    annotations: ThreadColumns = field(default_factory=ThreadColumns)
     step_ts: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> start (us)
+    name_types: dict[int, str] = field(default_factory=dict)  # kernel type of the shared entries past MAX_NAMES
+
+    def _cpu_tail(self) -> tuple[array, ...]:
+        return (self.cpu_corr, self.cpu_corr_ts, self.cpu_corr_dur, self.cpu_corr_name, self.cpu_corr_thread)
+
+    def cpu_correlations(self) -> tuple[np.ndarray, np.ndarray]:
+        """(correlation, ts) of every CPU-side event with a correlation, whole."""
+        corr, ts = columns(self._cpu_tail(), self.cpu_corr_spilled, (0, 1))
+        return corr, ts
+
+    def cpu_calls(self) -> list[np.ndarray]:
+        """(correlation, ts, dur, name id, thread index) of every CPU-side event with a correlation, whole."""
+        return columns(self._cpu_tail(), self.cpu_corr_spilled)
+
+    def thread_ops(self) -> Iterator[tuple[tuple, np.ndarray, np.ndarray, np.ndarray]]:
+        """((pid, tid), ts, dur, name id) of each thread's CPU operators, whole, one thread at a time."""
+        for key in self.ops:
+            ts, dur, ids = self.ops[key]
+            yield key, ts, dur, ids
+
+
+def _kernel_type(name: str) -> str:
+    from bridge_plugins.analysis.trace.gpu_breakdown import kernel_type  # that module imports this one
+
+    return kernel_type(name)
 
 
 class Collector:
-    """Feed it with :func:`trace_reader.read_trace` (``on_header``/``on_event``); read ``.data``."""
+    """Feed it with :func:`reader.read_trace` (``on_header``, ``on_event``, ``Event``, ``on_records``);
+    read ``.data``."""
 
     def __init__(self) -> None:
-        self.data = Collected()
-        self._ids: dict[str, int] = {}
-        self._threads: dict[tuple, int] = {}
+        self.on_header({})
 
     def on_header(self, header: dict) -> None:
         self.data, self._ids = Collected(header=header if isinstance(header, dict) else {}), {}
-        self._threads = {}
+        self._shared: dict[str | None, int] = {}  # kernel type (None: CPU) -> id shared past MAX_NAMES
+        self._threads: dict[tuple, int] = {}  # (pid, tid) -> index into data.threads
 
-    def _thread(self, e: dict) -> int:
-        key = (_hashable(e.get("pid")), _hashable(e.get("tid")))
-        i = self._threads.get(key)
-        if i is None:
-            i = self._threads[key] = len(self.data.threads)
-            self.data.threads.append(key)
+    def _thread(self, key: tuple) -> int:
+        """The index of a new thread, or of the one entry threads past MAX_THREADS share."""
+        if len(self._threads) >= MAX_THREADS:
+            key = _OTHER_THREAD
+            i = self._threads.get(key)
+            if i is not None:
+                return i
+        i = self._threads[key] = len(self.data.threads)
+        self.data.threads.append(key)
         return i
 
-    def _id(self, name: str) -> int:
+    def _id(self, name: str, gpu: bool) -> int:
         i = self._ids.get(name)
         if i is None:
+            if len(self._ids) >= MAX_NAMES:
+                return self._shared_id(name, gpu)
             i = self._ids[name] = len(self.data.names)
             self.data.names.append(name)
         return i
 
+    def _shared_id(self, name: str, gpu: bool) -> int:
+        """The one entry that names past MAX_NAMES share: per kernel type for GPU events."""
+        kind = _kernel_type(name) if gpu else None
+        i = self._shared.get(kind)
+        if i is None:
+            label = f"(other {kind} kernels)" if gpu else "(other operators)"
+            i = self._shared[kind] = len(self.data.names)
+            self.data.names.append(f"{label}: past {MAX_NAMES:,} distinct names")
+            if kind is not None:
+                self.data.name_types[i] = kind
+        return i
+
     def on_event(self, e: dict) -> None:
-        """Called for every event of a big file: written for speed (one dict lookup per field)."""
-        d = self.data
-        d.events += 1
-        if e.get("ph") != "X":
-            return
-        cat, ts, dur = e.get("cat"), e.get("ts"), e.get("dur")
-        if cat is None or cat == "Trace" or type(ts) not in _NUMBER or type(dur) not in _NUMBER:
-            return
-        try:
-            ts, dur = float(ts), float(dur)
-        except OverflowError:  # past float range: not a real event (checked before any append)
-            return
-        name = e.get("name")
-        if type(name) is not str:
-            name = "" if name is None else str(name)
-        args = e.get("args")
-        if type(args) is not dict:
-            args = {}
-        corr = args.get("correlation", -1)
-        if type(corr) is not int:
-            corr = _int(corr)
-        if corr >= _INT64_LIMIT:
-            return  # no launch has such an id, and it would not fit the arrays
-        if corr >= 0:
-            stream = args.get("stream", -1)
-            if type(stream) is not int:
-                stream = _int(stream)
-            if stream >= 0:
-                self._gpu_event(e, name, cat, ts, dur, corr, stream, args)
-                return
-            if name in _GPU_SYNC_NAMES:
-                return
-            i = self._ids.get(name)
-            d.cpu_corr_name.append(self._id(name) if i is None else i)
-            d.cpu_corr.append(corr)
-            d.cpu_corr_ts.append(ts)
-            d.cpu_corr_dur.append(dur)
-            d.cpu_corr_thread.append(self._thread(e))
-        if "ProfilerStep" in name:
-            self._profiler_step(name, cat, ts, dur)
-        if cat == "cpu_op":
-            self._on_thread(d.ops, e, name, ts, dur)
-        elif cat == "python_function":
-            self._on_thread(d.py, e, name, ts, dur)
-        elif cat == "user_annotation":
-            self._on_thread(d.annotations, e, name, ts, dur)
+        """One event as a dict (the streaming reader's and odd events' path)."""
+        self.on_records([event_from_dict(e)])
 
-    def _on_thread(self, table: dict, e: dict, name: str, ts: float, dur: float) -> None:
-        key = (_hashable(e.get("pid")), _hashable(e.get("tid")))
-        arrays = table.get(key)
-        if arrays is None:
-            arrays = table[key] = (array("d"), array("d"), array("l"))
-        i = self._ids.get(name)
-        arrays[2].append(self._id(name) if i is None else i)
-        arrays[0].append(ts)
-        arrays[1].append(dur)
+    def on_records(self, records: list[Event]) -> None:
+        """Called with every chunk of a big file: written for speed (one loop, the arrays' appends
+        bound once, one attribute read per field)."""
+        d, ids, threads = self.data, self._ids, self._threads
+        d.events += len(records)
+        gpu_name, gpu_ts, gpu_dur, gpu_corr = d.gpu_name, d.gpu_ts, d.gpu_dur, d.gpu_corr
+        gpu_stream, gpu_cat = d.gpu_stream, d.gpu_cat
+        cpu_corr, cpu_corr_ts, cpu_corr_dur, cpu_corr_name = d.cpu_corr, d.cpu_corr_ts, d.cpu_corr_dur, d.cpu_corr_name
+        cpu_corr_thread = d.cpu_corr_thread
+        tables = {"cpu_op": d.ops, "python_function": d.py, "user_annotation": d.annotations}
+        for e in records:
+            if e.ph != "X":
+                continue
+            cat, ts, dur = e.cat, e.ts, e.dur
+            if cat is None or cat == "Trace" or type(ts) not in _NUMBER or type(dur) not in _NUMBER:
+                continue
+            if type(ts) is not float or type(dur) is not float:  # ints from a dict event
+                try:
+                    ts, dur = float(ts), float(dur)
+                except OverflowError:  # past float range: not a real event (checked before any append)
+                    continue
+            name = e.name
+            if type(name) is not str:
+                name = "" if name is None else str(name)
+            args = e.args
+            corr = -1 if args is None or args.correlation is None else args.correlation
+            if type(corr) is not int:
+                corr = _int(corr)
+            if corr >= _INT64_LIMIT:
+                continue  # no launch has such an id, and it would not fit the arrays
+            thread = -1
+            if corr >= 0:
+                stream = args.stream
+                if type(stream) is not int:
+                    stream = -1 if stream is None else _int(stream)
+                if stream >= 0:
+                    i = ids.get(name)
+                    gpu_name.append(self._id(name, True) if i is None else i)
+                    gpu_ts.append(ts)
+                    gpu_dur.append(dur)
+                    gpu_corr.append(corr)
+                    gpu_stream.append(stream if stream < _INT64_LIMIT else _INT64_LIMIT - 1)
+                    kind = _GPU_CATS.get(cat, GPU_OTHER) if type(cat) is str else GPU_OTHER
+                    gpu_cat.append(kind)
+                    if kind in (GPU_MEMCPY, GPU_MEMSET):
+                        d.mem_index.append(len(gpu_ts) - 1)
+                        d.mem_bytes.append(_float_or_nan(args.bytes))
+                        d.mem_bw.append(_float_or_nan(args.bandwidth))
+                    continue
+                if name in _GPU_SYNC_NAMES:
+                    continue
+                thread = self._thread_of(e, threads)
+                i = ids.get(name)
+                cpu_corr_name.append(self._id(name, False) if i is None else i)
+                cpu_corr.append(corr)
+                cpu_corr_ts.append(ts)
+                cpu_corr_dur.append(dur)
+                cpu_corr_thread.append(thread)
+                if len(cpu_corr) >= SPILL_AT:
+                    d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
+                    d.cpu_corr_spilled.write(d._cpu_tail())
+            if "ProfilerStep" in name:
+                self._profiler_step(name, cat, ts, dur)
+            table = tables.get(cat) if type(cat) is str else None
+            if table is not None:
+                key = d.threads[self._thread_of(e, threads) if thread < 0 else thread]
+                arrays = table.tails.get(key) or table.tail(key)
+                i = ids.get(name)
+                arrays[2].append(self._id(name, False) if i is None else i)
+                arrays[0].append(ts)
+                arrays[1].append(dur)
+                if len(arrays[0]) >= SPILL_AT:
+                    table.spill(key)
 
-    def _gpu_event(self, e: dict, name: str, cat, ts: float, dur: float, corr: int, stream: int, args: dict) -> None:
-        d = self.data
-        i = self._ids.get(name)
-        d.gpu_name.append(self._id(name) if i is None else i)
-        d.gpu_ts.append(ts)
-        d.gpu_dur.append(dur)
-        d.gpu_corr.append(corr)
-        d.gpu_stream.append(min(stream, _INT64_LIMIT - 1))
-        kind = _GPU_CATS.get(cat, GPU_OTHER)
-        d.gpu_cat.append(kind)
-        if kind in (GPU_MEMCPY, GPU_MEMSET):
-            nbytes, bw = args.get("bytes"), args.get("memory bandwidth (GB/s)")
-            d.mem_index.append(len(d.gpu_ts) - 1)
-            d.mem_bytes.append(_float_or_nan(nbytes))
-            d.mem_bw.append(_float_or_nan(bw))
+    def _thread_of(self, e: Event, threads: dict) -> int:
+        pid, tid = e.pid, e.tid
+        key = (
+            pid if type(pid) in _KEY_TYPES else _hashable(pid),
+            tid if type(tid) in _KEY_TYPES else _hashable(tid),
+        )
+        i = threads.get(key)
+        return self._thread(key) if i is None else i
 
     def _profiler_step(self, name: str, cat, ts: float, dur: float) -> None:
         d = self.data
-        d.profiler_step_names.add(name)
+        if len(d.profiler_step_names) < 2:  # only whether there are two matters (gpu_breakdown)
+            d.profiler_step_names.add(name)
         if d.last_profiler_step_end is None or ts + dur > d.last_profiler_step_end:
             d.last_profiler_step_end = ts + dur
         m = STEP_RE.match(name)
         if m and cat == "user_annotation":
             n = int(m.group(1))
-            if dur >= d.steps.get(n, 0.0):
+            if (len(d.steps) < MAX_STEPS or n in d.steps) and dur >= d.steps.get(n, 0.0):
                 d.steps[n], d.step_ts[n] = dur, ts

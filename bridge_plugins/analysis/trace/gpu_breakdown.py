@@ -48,14 +48,23 @@ def kernel_type(name: str) -> str:
     return OTHER if _NOT_COMPUTE_RE.match(name) else COMPUTATION
 
 
+def kernel_types(d: Collected) -> list[str]:
+    """The kernel type of every name id of ``d`` (the entries shared past the name limit carry theirs)."""
+    return [d.name_types.get(i) or kernel_type(n) for i, n in enumerate(d.names)]
+
+
 def kept_gpu_events(d: Collected) -> np.ndarray:
     """Boolean mask over the GPU events: those launched from the captured steps (see module doc)."""
     corr = np.frombuffer(d.gpu_corr, dtype=np.int64) if len(d.gpu_corr) else np.zeros(0, np.int64)
     if len(d.profiler_step_names) < 2 or d.last_profiler_step_end is None:
         return np.ones(len(corr), dtype=bool)
-    cpu_corr = np.frombuffer(d.cpu_corr, dtype=np.int64) if len(d.cpu_corr) else np.zeros(0, np.int64)
-    cpu_ts = np.frombuffer(d.cpu_corr_ts, dtype=np.float64) if len(d.cpu_corr_ts) else np.zeros(0)
-    return np.isin(corr, cpu_corr[cpu_ts <= d.last_profiler_step_end])
+    cpu_corr, cpu_ts = d.cpu_correlations()
+    launched = cpu_corr[cpu_ts <= d.last_profiler_step_end]
+    launched.sort()  # in place: np.isin or np.unique would take several copies
+    del cpu_corr, cpu_ts  # the largest arrays here: let them go before the next ones
+    if len(launched) == 0:
+        return np.zeros(len(corr), dtype=bool)
+    return launched[np.minimum(np.searchsorted(launched, corr), len(launched) - 1)] == corr
 
 
 def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -79,9 +88,11 @@ def breakdown(d: Collected, keep: np.ndarray, types: list[str]) -> GpuBreakdown 
     ts = np.frombuffer(d.gpu_ts, dtype=np.float64)[keep]
     ts = ts - ts.min()  # relative to the first GPU event: small numbers keep full precision
     end = ts + np.frombuffer(d.gpu_dur, dtype=np.float64)[keep]
-    type_of_name = np.array(types)  # indexed by name id, as one array: fast for millions of events
-    type_of_event = type_of_name[np.frombuffer(d.gpu_name, dtype=np.int64)[keep]]
-    comp, comm, mem = (type_of_event == t for t in (COMPUTATION, COMMUNICATION, MEMORY))
+    kinds = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)
+    # a one-byte code per name id, as one array: fast and small for millions of events
+    type_of_name = np.array([kinds.index(t) for t in types], dtype=np.int8)
+    type_of_event = type_of_name[np.frombuffer(d.gpu_name, dtype=np.int32)[keep]]
+    comp, comm, mem = (type_of_event == kinds.index(t) for t in (COMPUTATION, COMMUNICATION, MEMORY))
     span = float(end.max())
     busy = _union_length(ts, end)
     computation = _union_length(ts[comp], end[comp])

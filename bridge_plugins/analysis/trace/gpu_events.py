@@ -65,13 +65,9 @@ class CpuCalls:
 
 
 def cpu_calls(d: Collected) -> CpuCalls:
-    return CpuCalls(
-        _arr(d.cpu_corr_ts, np.float64),
-        _arr(d.cpu_corr_dur, np.float64),
-        _arr(d.cpu_corr_name, np.int64),
-        _arr(d.cpu_corr, np.int64),
-        _arr(d.cpu_corr_thread, np.int64),
-    )
+    """Whole columns, spilled parts included (the collector's arrays hold only the latest elements)."""
+    corr, ts, dur, name, thread = d.cpu_calls()
+    return CpuCalls(ts, dur, name, corr, thread)
 
 
 def gpu_events(d: Collected, keep: np.ndarray, types: list[str], calls: CpuCalls) -> GpuEvents:
@@ -81,7 +77,7 @@ def gpu_events(d: Collected, keep: np.ndarray, types: list[str], calls: CpuCalls
     order = np.argsort(ts, kind="stable")
     index, ts = index[order], ts[order]
     dur = _arr(d.gpu_dur, np.float64)[index]
-    name = _arr(d.gpu_name, np.int64)[index]
+    name = _arr(d.gpu_name, np.int32)[index]
     type_of_name = np.array(types + [""], dtype=object)  # one more so an empty list still indexes
     corr = _arr(d.gpu_corr, np.int64)[index]
     return GpuEvents(

@@ -7,6 +7,7 @@ ran on the GPU; the kernel table covers the same GPU events as the breakdown (gp
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 import numpy as np
@@ -18,24 +19,37 @@ def _per_name(n_names: int, ids: np.ndarray, values: np.ndarray):
     return np.bincount(ids, weights=values, minlength=n_names), np.bincount(ids, minlength=n_names)
 
 
+_BLOCK = 65536  # operators turned into Python floats at a time: the loop's memory stays flat
+
+
+def _child_time(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Per operator, the summed duration of the operators nested directly inside it (same thread)."""
+    order = np.lexsort((-dur, ts))  # by start, the enclosing (longer) one first
+    child = array("d", [0.0]) * len(ts)
+    stack: list[int] = []
+    stack_end: list[float] = []
+    for at in range(0, len(order), _BLOCK):
+        idx = order[at : at + _BLOCK]
+        starts, durs = ts[idx].tolist(), dur[idx].tolist()
+        for i, start, length in zip(idx.tolist(), starts, durs, strict=True):
+            while stack_end and start >= stack_end[-1]:
+                stack.pop()
+                stack_end.pop()
+            if stack:
+                child[stack[-1]] += length
+            stack.append(i)
+            stack_end.append(start + length)
+    return np.frombuffer(child, np.float64)
+
+
 def cpu_ops(d: Collected) -> dict[str, dict]:
     """Every CPU operator: name -> {self_us, total_us, calls}."""
     n = len(d.names)
     self_us, total_us, calls = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
-    for ts_a, dur_a, name_a in d.ops.values():
-        ts, dur = np.frombuffer(ts_a, np.float64), np.frombuffer(dur_a, np.float64)
-        ids = np.frombuffer(name_a, np.int64)
-        order = np.lexsort((-dur, ts))  # by start, the enclosing (longer) one first
-        child = [0.0] * len(ts)
-        stack: list[int] = []
-        starts, ends, durs = ts.tolist(), (ts + dur).tolist(), dur_a.tolist()  # lists: fast in the loop
-        for i in order.tolist():
-            while stack and starts[i] >= ends[stack[-1]]:
-                stack.pop()
-            if stack:
-                child[stack[-1]] += durs[i]
-            stack.append(i)
-        s, c = _per_name(n, ids, np.maximum(dur - np.array(child), 0.0))
+    for _, ts, dur, ids in d.thread_ops():
+        self_time = _child_time(ts, dur)
+        np.subtract(dur, self_time, out=self_time)
+        s, c = _per_name(n, ids, np.maximum(self_time, 0.0, out=self_time))
         self_us += s
         total_us += np.bincount(ids, weights=dur, minlength=n)
         calls += c
@@ -47,7 +61,7 @@ def cpu_ops(d: Collected) -> dict[str, dict]:
 
 def gpu_kernels(d: Collected, keep: np.ndarray, types: list[str]) -> dict[str, dict]:
     """Every GPU kernel/memcpy/memset kept: name -> {type, total_us, calls}."""
-    ids = np.frombuffer(d.gpu_name, np.int64)[keep] if len(d.gpu_name) else np.zeros(0, np.int64)
+    ids = np.frombuffer(d.gpu_name, np.int32)[keep] if len(d.gpu_name) else np.zeros(0, np.int32)
     dur = np.frombuffer(d.gpu_dur, np.float64)[keep] if len(d.gpu_dur) else np.zeros(0)
     total, calls = _per_name(len(d.names), ids, dur)
     return {

@@ -25,7 +25,7 @@ def per_step(d: Collected, keep: np.ndarray) -> list[dict]:
     idle: dict[int, float | None] = dict.fromkeys(steps)
     corr = _array(d.gpu_corr, np.int64)[keep] if len(keep) else np.zeros(0, np.int64)
     if steps and len(corr):
-        cpu_corr, cpu_ts = _array(d.cpu_corr, np.int64), _array(d.cpu_corr_ts, np.float64)
+        cpu_corr, cpu_ts = d.cpu_correlations()
         order = np.argsort(cpu_corr, kind="stable")
         cpu_corr, cpu_ts = cpu_corr[order], cpu_ts[order]
         at = np.clip(np.searchsorted(cpu_corr, corr), 0, max(len(cpu_corr) - 1, 0))

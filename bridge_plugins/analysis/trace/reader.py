@@ -1,13 +1,17 @@
-"""Stream a Chrome trace (``.json`` or ``.json.gz``) event by event, never holding the file in memory.
+"""Read a Chrome trace (``.json`` or ``.json.gz``) event by event, never holding the file in memory.
 
-Why streaming: a trace of a long window is GBs of JSON; ``json.load`` needs several times that in
-RAM (HTA users report 950 GB for 200 GB of traces). ijson parses incrementally, with its C
-backend (yajl2_c) where installed, and returns floats rather than Decimals (``use_float``).
+Why not ``json.load``: a trace of a long window is GBs of JSON, and a parsed document needs several
+times that in RAM (HTA users report 950 GB for 200 GB of traces). Two readers, both streaming:
+
+- the fast one (:mod:`.chunked`: ISA-L gzip, msgspec on chunks of whole events), used first;
+- ijson's streaming parser (C backend yajl2_c where installed), the fallback for a header the fast
+  one cannot place, or when msgspec is not installed.
 
 The header (``distributedInfo``, ``deviceProperties``...) is what comes before ``traceEvents``, which
 is where Kineto writes it; keys written after the events (``traceName``, ``baseTimeNanoseconds``)
 are not read. Every way a file can be unreadable becomes :class:`TraceError` with a one-line
-message naming the file, so callers can list it and go on with the other files.
+message naming the file, so callers can list it and go on with the other files. The limits on
+hostile files (an event's size, nesting depth) are in docs/limits.md.
 """
 
 from __future__ import annotations
@@ -23,11 +27,24 @@ import ijson
 
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
+try:
+    from bridge_plugins.analysis.trace import chunked
+except ImportError:  # pragma: no cover - msgspec is a dependency; the streaming reader still works
+    chunked = None
+
 try:  # the C backend is ~10x faster; fall back to whatever ijson picked
     _ijson = ijson.get_backend("yajl2_c")
 except (ImportError, ValueError):
     _ijson = ijson
 _python_backend = ijson.get_backend("python")
+MAX_DEPTH = 1000  # nesting the streaming reader accepts (docs/limits.md)
+_GZIP_ERRORS: tuple[type[BaseException], ...] = (zlib.error,)
+try:
+    from isal.isal_zlib import error as _isal_error
+
+    _GZIP_ERRORS += (_isal_error,)
+except ImportError:  # pragma: no cover
+    pass
 
 
 class TraceError(Exception):
@@ -35,7 +52,7 @@ class TraceError(Exception):
 
 
 @contextmanager
-def _open(path: Path, replace_bad_utf8: bool):
+def _open(path: Path, replace_bad_utf8: bool = False):
     with open_regular(path) as raw:
         fh = gzip.GzipFile(fileobj=raw, mode="rb") if path.name.endswith(".gz") else raw
         if replace_bad_utf8:
@@ -72,28 +89,54 @@ class _Utf8Bytes(io.RawIOBase):
         super().close()
 
 
-def _header(fh, backend) -> tuple[dict, bool]:
-    """Top-level keys before ``traceEvents``, and whether ``traceEvents`` was reached."""
-    header: dict = {}
-    key, builder = None, None
-    for prefix, event, value in backend.parse(fh, use_float=True):
-        if prefix == "":
-            if event == "start_map":
-                continue
-            if event not in ("map_key", "end_map"):
-                raise TraceError("the top level is not a JSON object, so this is not a Chrome trace")
-            if builder is not None:
-                header[key] = builder.value
-            if event == "end_map" or value == "traceEvents":
-                return header, event == "map_key"
-            key, builder = value, ijson.ObjectBuilder()
-        elif builder is not None:
+def _too_deep(limit: int) -> TraceError:
+    return TraceError(f"JSON nested too deeply (more than {limit} levels; see docs/limits.md)")
+
+
+def _stream(fh, backend, on_header, on_event, limit: int = MAX_DEPTH) -> None:
+    """One pass of ijson's ``basic_parse``: the top-level keys before ``traceEvents`` go to
+    ``on_header``, then each object in it to ``on_event``. Not ``parse``/``items``: their prefixes
+    grow with the nesting, so 200,000 levels take GBs before any check could run."""
+    depth, key, header, in_events = 0, None, {}, False
+    builder, whole_at = None, 0  # a header value or an event being built, whole when depth is whole_at
+    for n, (event, value) in enumerate(backend.basic_parse(fh, use_float=True)):
+        if event == "start_map" or event == "start_array":
+            depth += 1
+            if depth > limit:
+                raise _too_deep(limit)
+        elif event == "end_map" or event == "end_array":
+            depth -= 1
+        if builder is not None:
             builder.event(event, value)
-    return header, False
+            if depth == whole_at:
+                if not in_events:
+                    header[key] = builder.value
+                elif isinstance(builder.value, dict):
+                    on_event(builder.value)
+                builder = None
+        elif n == 0 and event != "start_map":
+            raise TraceError("the top level is not a JSON object, so this is not a Chrome trace")
+        elif in_events:
+            if depth == 1:  # the end of traceEvents: what follows is not read
+                return
+            if depth == 3:  # an element that is an object or an array
+                builder, whole_at = ijson.ObjectBuilder(), 2
+                builder.event(event, value)
+        elif depth == 1 and event == "map_key":
+            key = value
+        elif depth == 2 and key == "traceEvents" and event == "start_array":
+            on_header(header)
+            in_events = True
+        elif depth == 2:
+            builder, whole_at = ijson.ObjectBuilder(), 1
+            builder.event(event, value)
+        elif depth == 1 and n > 0:
+            header[key] = value  # a scalar value
+    raise TraceError("no traceEvents list, so this is not a Chrome trace")
 
 
 def _describe(e: BaseException) -> str:
-    if isinstance(e, (EOFError, zlib.error)) or "end of stream" in str(e).lower():
+    if isinstance(e, (EOFError, *_GZIP_ERRORS)) or "end of stream" in str(e).lower():
         return "truncated gzip stream (the file was cut off while being written or copied)"
     if isinstance(e, gzip.BadGzipFile):
         return f"not a gzip file ({e})"
@@ -119,35 +162,54 @@ def _retry_with(e: BaseException, replace_bad_utf8: bool, backend) -> tuple[bool
     return None
 
 
-def read_trace(path: Path, on_header: Callable[[dict], None], on_event: Callable[[dict], None]) -> None:
-    """Call ``on_header(header)``, then ``on_event(event)`` for every element of traceEvents.
-
-    ``on_header`` starts the file: it is called again, and the caller must drop what it gathered,
-    if the file is reread another way (see _retry_with). Raises TraceError for a file that is
-    missing, not gzip, truncated, not JSON or not a trace.
-    """
-    path = Path(path)
+def _read_streaming(path: Path, on_header: Callable[[dict], None], on_event: Callable[[dict], None]) -> None:
     replace_bad_utf8, backend = False, _ijson
     while True:
         try:
             with _open(path, replace_bad_utf8) as fh:
-                header, has_events = _header(fh, backend)
-            if not has_events:
-                raise TraceError(f"{path}: no traceEvents list, so this is not a Chrome trace")
-            on_header(header)
-            with _open(path, replace_bad_utf8) as fh:
-                for event in backend.items(fh, "traceEvents.item", use_float=True):
-                    if isinstance(event, dict):
-                        on_event(event)
+                _stream(fh, backend, on_header, on_event)
             return
-        except TraceError as e:
-            raise TraceError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
-        except NotARegularFile as e:
-            raise TraceError(f"{path}: {e}") from None
         except (UnicodeDecodeError, ijson.JSONError) as e:
             retry = _retry_with(e, replace_bad_utf8, backend)
             if retry is None:
-                raise TraceError(f"{path}: {_describe(e)}") from None
+                raise TraceError(_describe(e)) from None
             replace_bad_utf8, backend = retry
-        except (OSError, EOFError, zlib.error, ValueError) as e:
-            raise TraceError(f"{path}: {_describe(e)}") from None
+
+
+def read_trace(
+    path: Path,
+    on_header: Callable[[dict], None],
+    on_event: Callable[[dict], None],
+    record_type: type | None = None,
+    on_records: Callable[[list], None] | None = None,
+) -> None:
+    """Call ``on_header(header)``, then, for every element of traceEvents that is an object, either
+    ``on_records(list of records)`` per chunk (decoded as ``record_type``, a msgspec Struct of the
+    fields the caller reads: the fast path) or ``on_event(dict)`` (where a value has an unexpected type, and in the
+    streaming reader).
+
+    ``on_header`` starts the file: it is called again, and the caller must drop what it gathered,
+    if the file is reread another way. Raises TraceError for a file that is missing, not gzip,
+    truncated, not JSON, not a trace, or past a limit (docs/limits.md).
+    """
+    path = Path(path)
+    if record_type is None or on_records is None:
+        record_type, on_records = None, None
+    try:
+        if chunked is not None:
+            try:
+                with open_regular(path) as raw:
+                    fh = chunked.open_stream(raw, path.name.endswith(".gz"))
+                    chunked.read_events(fh, on_header, on_event, record_type, on_records)
+                return
+            except chunked.NotFast:
+                pass
+            except chunked.Unreadable as e:
+                raise TraceError(str(e)) from None
+        _read_streaming(path, on_header, on_event)
+    except TraceError as e:
+        raise TraceError(f"{path}: {e}") from None
+    except NotARegularFile as e:
+        raise TraceError(f"{path}: {e}") from None
+    except (OSError, EOFError, ValueError, *_GZIP_ERRORS) as e:
+        raise TraceError(f"{path}: {_describe(e)}") from None

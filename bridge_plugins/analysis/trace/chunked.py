@@ -1,0 +1,255 @@
+"""The fast trace reader: decompress with ISA-L, cut ``traceEvents`` into chunks of whole events, and
+decode each chunk with msgspec, never holding more than a few MB of the file.
+
+Why chunks: msgspec decodes a whole document at C speed but needs it all in memory; a chunk that
+ends on an event boundary is a small JSON array of its own. A boundary is a ``}`` followed by a
+``,`` and a ``{`` (whitespace allowed); one inside a string or a nested list cannot end a valid
+array, so such a cut fails to decode as "truncated" and the chunk is simply extended. Each chunk is
+decoded into the caller's record type (only the fields it reads: fast), or, when a value has an
+unexpected type, into plain dicts (the caller's general path).
+
+Limits (docs/limits.md): one event, the header, and what follows the events are at most
+``MAX_PIECE_BYTES``; JSON nested deeper than the interpreter's recursion limit is refused (msgspec
+checks it). Runs of whitespace of a whole block are squeezed to one space, so padding costs no
+memory. Every problem is raised as :class:`Unreadable` (what is wrong, without the file name), or
+:class:`NotFast` when the streaming reader should try (a header this reader cannot place).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from collections.abc import Callable, Iterator
+
+import msgspec
+
+try:  # ISA-L's gzip is ~3x faster than zlib's, and can decompress in a thread of its own
+    from isal import igzip_threaded
+except ImportError:  # pragma: no cover - isal ships wheels for every platform we run on
+    igzip_threaded = None
+
+THREADED_GZIP = 0 if os.environ.get("BRIDGE_PLUGINS_GZIP_THREAD") == "0" else 1
+BLOCK_BYTES = 1 << 20
+MAX_PIECE_BYTES = 16 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+_WS = b" \t\r\n"
+_WS_BYTES = (b" ", b"\t", b"\r", b"\n")
+_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
+# between two events: the next one starts with a key (a " that a string could only hold escaped) or is {}
+_BOUNDARY = re.compile(rb'\}[ \t\r\n]*,[ \t\r\n]*(\{)[ \t\r\n]*["}]')
+_CUT_TRIES = 8
+_BYTE_AT = re.compile(r"\(byte (\d+)\)")
+_generic = msgspec.json.Decoder()
+
+
+class Unreadable(Exception):
+    """The file is not a readable trace: ``str(e)`` says what is wrong."""
+
+
+class NotFast(Exception):
+    """This reader cannot place the header; the streaming reader can (and gives the right message)."""
+
+
+def open_stream(raw, gzipped: bool):
+    """``raw`` (a binary file), decompressed if ``gzipped`` (the file name says so): by ISA-L in a
+    second thread, which overlaps decompressing the next MB with decoding this one."""
+    if not gzipped:
+        return raw
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic != GZIP_MAGIC:
+        raise Unreadable(f"not a gzip file (it starts with {magic!r}, not {GZIP_MAGIC!r})")
+    if igzip_threaded is None:
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    return igzip_threaded.open(raw, "rb", threads=THREADED_GZIP)
+
+
+def _blocks(fh) -> Iterator[bytes]:
+    while block := fh.read(BLOCK_BYTES):
+        if block[:1] in _WS_BYTES and block[-1:] in _WS_BYTES and not block.strip(_WS):
+            block = b" "  # a block of padding (outside a string: inside one it is past the limit anyway)
+        yield block
+
+
+def _mib(n: int) -> str:
+    return f"{n >> 20} MiB"
+
+
+def _decode_error(e: Exception, offset: int) -> str:
+    """msgspec's message, with its position made a position in the (uncompressed) file."""
+    msg = str(e).split(" - at ")[0]
+    m = _BYTE_AT.search(msg)
+    if m:
+        msg = msg[: m.start()] + f"(at byte {offset + int(m.group(1))})" + msg[m.end() :]
+    return f"not valid JSON ({msg})"
+
+
+def _too_deep() -> str:
+    return "JSON nested too deeply (the limit is about 1,000 levels; see docs/limits.md)"
+
+
+def _describe_whole(doc: bytes) -> str:
+    """What a small document with no ``"traceEvents": [`` is, in a few words."""
+    if doc.startswith(GZIP_MAGIC):
+        return "a gzip file inside a gzip file (compressed twice: gunzip it once)"
+    if not doc.strip(_WS):
+        return "not valid JSON (the file is empty)"
+    try:
+        value = _generic.decode(doc)
+    except RecursionError:
+        return _too_deep()
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        if "utf-8" in str(e).lower():
+            raise NotFast from None
+        return _decode_error(e, 0)
+    if not isinstance(value, dict):
+        return "the top level is not a JSON object, so this is not a Chrome trace"
+    return "no traceEvents list, so this is not a Chrome trace"
+
+
+def _header(blocks: Iterator[bytes]) -> tuple[dict, bytes, int]:
+    """The top-level keys before ``traceEvents``, what was read after its ``[``, and that offset."""
+    buf = b""
+    for block in blocks:
+        buf += block
+        m = _EVENTS_KEY.search(buf)
+        if m:
+            break
+        if len(buf) > MAX_PIECE_BYTES:
+            if buf.startswith(GZIP_MAGIC):
+                raise Unreadable(_describe_whole(buf[:2]))
+            raise Unreadable(f"no traceEvents list in the first {_mib(MAX_PIECE_BYTES)}, so this is not a Chrome trace")
+    else:
+        raise Unreadable(_describe_whole(buf))
+    head = buf[: m.start()].strip(_WS)
+    if not head.startswith(b"{"):
+        raise NotFast
+    head = (head[:-1] if head.endswith(b",") else head) + b"}"
+    try:
+        try:
+            header = _generic.decode(head)
+        except msgspec.DecodeError as e:
+            if "utf-8" not in str(e).lower():
+                raise
+            header = _generic.decode(head.decode("utf-8", errors="replace"))
+    except RecursionError:
+        raise Unreadable(_too_deep()) from None
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise NotFast from None  # e.g. "traceEvents" inside a string or inside another key
+    if not isinstance(header, dict):
+        raise NotFast
+    return header, buf[m.end() :], m.end()
+
+
+def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Iterator[tuple[bytes, int, bool]]:
+    """(``[`` + whole events + ``]``, file offset of its first event, whether it is the last chunk).
+
+    When ``decode`` reports "truncated" (the cut fell inside a string or a nested list), the caller
+    sends True into the generator: the next chunk is cut at an earlier boundary, and after a few
+    such tries, at one in a longer piece of the file.
+    """
+    buf, eof = rest, False
+    while True:
+        while not eof and len(buf) < BLOCK_BYTES:
+            block = next(blocks, None)
+            eof = block is None
+            buf += block or b""
+        if eof:
+            yield _last_chunk(buf, offset), offset, True
+            return
+        k, tries = len(buf), 0
+        while tries < _CUT_TRIES and (k := buf.rfind(b"}", 0, k)) >= 0:
+            cut = _BOUNDARY.match(buf, k)
+            if cut is None:
+                continue
+            tries += 1
+            if not (yield b"[" + buf[: k + 1] + b"]", offset, False):
+                offset += cut.start(1)
+                buf = buf[cut.start(1) :]
+                break
+        else:
+            if len(buf) > MAX_PIECE_BYTES:
+                raise Unreadable(
+                    f"an event (or what follows the events) at byte {offset} is larger than "
+                    f"{_mib(MAX_PIECE_BYTES)} (a huge string?), past the limit in docs/limits.md"
+                )
+            grown = len(buf) + BLOCK_BYTES  # read a block's worth of data before looking again: a
+            while not eof and len(buf) < grown:  # block of padding adds one byte, and a look costs a scan
+                block = next(blocks, None)
+                eof = block is None
+                buf += block or b""
+
+
+def _last_chunk(buf: bytes, offset: int) -> bytes:
+    """The events left at the end of the file, as an array: msgspec decodes ``[`` + the rest of the
+    file and says where the array ends ("trailing characters"); what follows is not read."""
+    chunk = b"[" + buf
+    try:
+        _generic.decode(chunk)
+        raise Unreadable("not valid JSON (the file ends right after traceEvents, without the closing })")
+    except RecursionError:
+        raise Unreadable(_too_deep()) from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        msg = str(e)
+        m = _BYTE_AT.search(msg)
+        if "trailing characters" in msg and m:
+            return chunk[: int(m.group(1)) - 1]  # msgspec points one past the first trailing byte
+        if "utf-8" in msg.lower():
+            return _last_chunk(buf.decode("utf-8", errors="replace").encode(), offset)
+        if "truncated" not in msg.lower():
+            raise Unreadable(_decode_error(e, offset - 1)) from None
+    raise Unreadable("not valid JSON (the file ends inside traceEvents: cut off while being written or copied?)")
+
+
+def _decode(chunk: bytes, typed: msgspec.json.Decoder | None):
+    """(records, None) or (None, dicts); raises msgspec's errors as they come."""
+    if typed is not None:
+        try:
+            return typed.decode(chunk), None
+        except msgspec.ValidationError:
+            pass  # an unexpected type somewhere: the general path reads this chunk
+    return None, _generic.decode(chunk)
+
+
+def read_events(
+    fh,
+    on_header: Callable[[dict], None],
+    on_event: Callable[[dict], None],
+    record_type: type | None = None,
+    on_records: Callable[[list], None] | None = None,
+) -> None:
+    """Read the binary stream ``fh`` (see module doc). Raises Unreadable or NotFast."""
+    typed = msgspec.json.Decoder(list[record_type]) if record_type is not None else None
+    blocks = _blocks(fh)
+    header, rest, offset = _header(blocks)
+    on_header(header)
+    chunks = _chunks(rest, offset, blocks)
+    extend = None
+    while True:
+        try:
+            chunk, at, last = chunks.send(extend)
+        except StopIteration:
+            return
+        extend = None
+        try:
+            try:
+                records, dicts = _decode(chunk, typed)
+            except msgspec.DecodeError as e:
+                if "utf-8" not in str(e).lower():
+                    raise
+                # Names are C++ symbols and Python frames: a stray invalid byte must not cost the file.
+                records, dicts = _decode(chunk.decode("utf-8", errors="replace").encode(), typed)
+        except RecursionError:
+            raise Unreadable(_too_deep()) from None
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            if "truncated" in str(e).lower() and not last:
+                extend = True  # the cut fell inside a string or a nested list
+                continue
+            raise Unreadable(_decode_error(e, at - 1)) from None
+        if records is not None:
+            on_records(records)
+        else:
+            for d in dicts:
+                if isinstance(d, dict):
+                    on_event(d)
