@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import pickle
 from pathlib import Path
+from typing import IO, NoReturn
 
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
@@ -29,11 +30,11 @@ class SnapshotFormatError(ValueError):
 
 
 class _DataOnlyUnpickler(pickle.Unpickler):
-    def __init__(self, file, path: Path):
+    def __init__(self, file: IO[bytes], path: Path) -> None:
         super().__init__(file)
         self._path = path
 
-    def find_class(self, module: str, name: str):
+    def find_class(self, module: str, name: str) -> type:
         if (module, name) in _ALLOWED_GLOBALS:
             return super().find_class(module, name)
         raise SnapshotFormatError(
@@ -41,7 +42,7 @@ class _DataOnlyUnpickler(pickle.Unpickler):
             "snapshot never holds (loading it could run code)"
         )
 
-    def persistent_load(self, pid):
+    def persistent_load(self, pid: object) -> NoReturn:
         raise SnapshotFormatError(f"{self._path}: refusing to load: the pickle uses persistent ids (not a snapshot)")
 
 

@@ -25,13 +25,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
 from bridge_plugins.analysis.memory.sites import site_of
 from bridge_plugins.analysis.memory.timeline import Allocation, DeviceReplay, replay
 
 TIMELINE_POINTS = 600
-NO_SEGMENTS = {
+NO_SEGMENTS: dict[str, int | list[dict] | None] = {
     "count": 0,
     "reserved": None,
     "allocated": None,
@@ -100,7 +101,8 @@ def _device_summary(r: DeviceReplay, entries: list[dict], top: int | None) -> di
 def segment_summary(segments: list[dict]) -> dict:
     """The final state of the allocator's segments, totals as torch's ``_memory_viz segsum`` counts
     them: requested bytes of active blocks, internal free (rounding) and external free (inactive)."""
-    per, totals = [], defaultdict(int)
+    per: list[dict[str, Any]] = []
+    totals: defaultdict[str, int] = defaultdict(int)
     for seg in segments:
         active = [b for b in seg.get("blocks", []) if b.get("state") == "active_allocated"]
         allocated = sum(b["size"] for b in active)
