@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.memory.snapshot import main_device
@@ -27,6 +27,9 @@ from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
 from bridge_plugins.analysis.report.timeline import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.parallel import Workers
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
@@ -143,7 +146,10 @@ def write_report(html: str, out: str | Path, replace: bool = True) -> Path:
 
 
 def build(
-    paths: Sequence[str | Path], baseline: Sequence[str | Path] | None = None, top: int = 10, workers=None
+    paths: Sequence[str | Path],
+    baseline: Sequence[str | Path] | None = None,
+    top: int = 10,
+    workers: Workers | None = None,
 ) -> tuple[str, list[dict]]:
     """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
     Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read.
@@ -159,7 +165,7 @@ def build(
     comparison = memory_comparison = None
     if baseline:
         base = summarize(baseline, top=None, workers=workers)
-        comparison = compare_runs(cast(dict, base), cast(dict, everything), top=top)
+        comparison = compare_runs(base, everything, top=top)
         base_mem = (base.get("memory") or {}).get("files") or []
         new_mem = (summary.get("memory") or {}).get("files") or []
         if base_mem and new_mem:
