@@ -8,6 +8,8 @@ innermost ``nn.Module`` frame. GPU time is the sum of the events' durations.
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +47,14 @@ def _owners(names: list[str], ids: np.ndarray, dur: np.ndarray) -> list[Owner]:
     return sorted(rows, key=lambda r: (-r.gpu_us, r.name))
 
 
-def _per_thread(table: dict, d: Collected, thread: np.ndarray, t: np.ndarray, pick, keep_name=None) -> np.ndarray:
+def _per_thread(
+    table: dict[tuple, tuple[array, array, array]],
+    d: Collected,
+    thread: np.ndarray,
+    t: np.ndarray,
+    pick: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    keep_name: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
     owner = np.full(len(t), -1, dtype=np.int64)
     for ti in np.unique(thread).tolist():
         arrays = table.get(d.threads[ti])

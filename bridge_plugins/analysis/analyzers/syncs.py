@@ -8,6 +8,7 @@ the wait itself plus the refill.
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -71,7 +72,9 @@ def _events(d: Collected, calls: CpuCalls) -> tuple[list[tuple[float, float, int
     return sorted(out), dict(by_name)
 
 
-def _waiting(d: Collected, calls: CpuCalls, key: tuple, arrays, reads: np.ndarray) -> list[int]:
+def _waiting(
+    d: Collected, calls: CpuCalls, key: tuple, arrays: tuple[array, array, array], reads: np.ndarray
+) -> list[int]:
     """The scalar reads that make the host wait on a device.
 
     On a GPU trace, those that issued a CUDA call (the device-to-host copy and its sync): a read
