@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import TextIO
 
@@ -36,6 +37,8 @@ RAY_TASK_RETRIES = 3
 POOL_RESTARTS = 2
 """How often a local pool is rebuilt after one of its processes died, before the unfinished files are skipped."""
 WORKER_DIED = "the process reading it died ({why}); retried {n} times"
+PerTrace = Callable[[Path], object]
+"""The per-trace unit that ``Workers.map`` runs on each path."""
 
 
 class ClusterUnavailable(Exception):
@@ -66,7 +69,9 @@ class Progress:
     Only on a terminal and only for long runs (shown from ``after`` seconds on), so pipes, logs
     and CI output stay clean."""
 
-    def __init__(self, label: str, total_files: int, total_bytes: int, stream: TextIO | None = None, after=2.0):
+    def __init__(
+        self, label: str, total_files: int, total_bytes: int, stream: TextIO | None = None, after: float = 2.0
+    ) -> None:
         self.label, self.total_files, self.total_bytes = label, total_files, total_bytes
         self.stream = sys.stderr if stream is None else stream
         self.on = self.stream.isatty()
@@ -143,12 +148,14 @@ def call(fn: Callable[[Path], object], path: Path, catch: type[Exception]) -> Do
         return Done(path, error=str(e))
 
 
-def _serial(fn, paths: list[Path], catch) -> Iterator[tuple[int, Done]]:
+def _serial(fn: PerTrace, paths: Sequence[Path], catch: type[Exception]) -> Iterator[tuple[int, Done]]:
     for i, p in enumerate(paths):
         yield i, call(fn, p, catch)
 
 
-def _pool(fn, paths: list[Path], sizes: list[int], catch, jobs: int) -> Iterator[tuple[int, Done]]:
+def _pool(
+    fn: PerTrace, paths: Sequence[Path], sizes: list[int], catch: type[Exception], jobs: int
+) -> Iterator[tuple[int, Done]]:
     """A pool of ``jobs`` processes. When one dies (SIGKILL, the OOM killer), the pool is broken and
     every file it had not finished fails with it; those files are then read again one per fresh
     process, so only the file that kills its reader is skipped, after POOL_RESTARTS tries."""
@@ -173,7 +180,15 @@ def _pool(fn, paths: list[Path], sizes: list[int], catch, jobs: int) -> Iterator
             )
 
 
-def _run(fn, paths, catch, order: list[int], jobs: int, context, failed: list[int]) -> Iterator[tuple[int, Done]]:
+def _run(
+    fn: PerTrace,
+    paths: Sequence[Path],
+    catch: type[Exception],
+    order: list[int],
+    jobs: int,
+    context: BaseContext,
+    failed: list[int],
+) -> Iterator[tuple[int, Done]]:
     """Read ``order`` in a pool of ``jobs``; the files lost to a broken pool go to ``failed``.
 
     Ctrl-C is the driver's to handle: the workers never see SIGINT (a Ctrl-C would otherwise kill
