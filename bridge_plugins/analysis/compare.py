@@ -1,23 +1,8 @@
 """``compare(base, new)``: what changed between two runs (job directories or traces).
 
-Two runs rarely capture the same number of steps or ranks, so op and kernel times are compared
-per rank-step: each run's total over its traces divided by the steps its traces captured (summed
-over ranks). When a trace has no ProfilerStep spans, both runs are compared per trace instead
-(``normalized`` says which). Step time is the median across a run's traces of their median step.
-The GPU breakdown of each run is the mean over its traces, side by side. An op or kernel is
-listed as a regression or improvement when it changed by at least SHOWN_US.
-
-Schema (``"schema": "bridge-plugins.compare/1"``, microseconds)::
-
-    {"schema", "normalized": "per rank-step" | "per trace",
-     "base"/"new": {"inputs": [str], "traces": int, "rank_steps": int, "step_median_us": float | None,
-                    "gpu": None | {span_us, computation_us, communication_us, memory_us, idle_us,
-                                   communication_total_us}},
-     "step_delta_us": float | None, "step_delta_pct": float | None,
-     "gpu_delta": None | {same keys: new - base},
-     "ops_regressions"/"ops_improvements"/"kernels_regressions"/"kernels_improvements": [
-        {"name", "base_us", "new_us", "delta_us", "base_calls", "new_calls", "delta_calls"}],
-     "problems": [{"file", "error", "run": "base" | "new"}]}
+Op and kernel times per rank-step (or per trace when a trace has no steps), step time as the
+median of the traces' median steps, the mean GPU breakdowns side by side; changes of at least
+SHOWN_US are listed. The JSON layout (``bridge-plugins.compare/1``): docs/formats.md.
 """
 
 from __future__ import annotations
@@ -114,7 +99,7 @@ def compare(
     top: int | None = 10,
     workers: Workers | None = None,
 ) -> dict[str, Any]:
-    """The comparison dict (module docstring). Raises NothingToRead if either run has nothing readable."""
+    """The comparison dict (layout: docs/formats.md). Raises NothingToRead if either run has nothing readable."""
     return compare_runs(
         summarize(base_paths, top=None, workers=workers), summarize(new_paths, top=None, workers=workers), top
     )

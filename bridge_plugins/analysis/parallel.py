@@ -1,21 +1,11 @@
 """The map over traces: read each trace in its own process, locally or on a Ray cluster.
 
-Why: a job that profiles many ranks leaves many traces, and reading one is a single core's work
-(``summarize.summarize_trace``). ``Workers.map`` runs that per-trace unit in parallel and hands the
-results back in input order, so whatever is built from them (summary, compare, report) is
-byte-identical to reading the files one after another (``jobs=1``, which reads in this process).
-
-- Local (``jobs=N``): a process pool of N workers (``fork``: the driver is single-threaded here,
-  and the workers start without re-importing anything). Biggest files first, so one large trace
-  does not start last and leave the other cores idle.
-- Ray (``ray_address``): one Ray task per trace on an existing cluster (``ray`` is imported only
-  then). The tasks read the files by path, so the cluster must see them where the driver does (a
-  shared file system). This package is shipped to the workers (``runtime_env`` ``py_modules``), so
-  the cluster reads with the driver's version. A task whose worker process dies is retried by Ray
-  (``RAY_TASK_RETRIES``).
-
-Either way a trace that cannot be read comes back as its one-line error (a skipped file), and a
-file whose reading worker keeps dying is a skipped file too, rather than the end of the run.
+Reading one trace is a single core's work, and a job leaves one per rank. ``Workers.map`` runs
+the per-trace unit in parallel (a local process pool, biggest files first, or one Ray task per
+trace on an existing cluster that sees the same files) and returns the results in input order,
+so what is built from them is byte-identical to ``jobs=1``. A trace that cannot be read, or whose
+worker keeps dying, comes back as its one-line error (a skipped file), not the end of the run.
+Running on Ray (shared files, the shipped package): docs/scale.md.
 """
 
 from __future__ import annotations
@@ -161,6 +151,7 @@ def _pool(
     process, so only the file that kills its reader is skipped, after POOL_RESTARTS tries."""
     import multiprocessing
 
+    # fork: the driver is single-threaded here, and the workers start without re-importing anything
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     failed: list[int] = []
     order = sorted(range(len(paths)), key=lambda i: -sizes[i])  # biggest first

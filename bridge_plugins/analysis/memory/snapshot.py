@@ -2,22 +2,7 @@
 at the peak and at the end (by site), and the allocator's segments.
 
 :func:`summarize_snapshot` returns a JSON-ready dict (``bridge-plugins memory --json`` prints it;
-the HTML report draws it). Layout::
-
-    {"file", "source", "devices": [{"device", "entries", "peak_allocated", "peak_reserved",
-                          "peak": {"index", "time_s", "site", "size"}, "end_allocated", "end_reserved",
-                          "timeline": [[index, time_s, allocated, reserved], ...],
-                          "sites_at_peak": [{"site", "bytes", "count", "categories"}],
-                          "alive_at_end": [...same...], "ooms": [...]}],
-     "segments": {"count", "reserved", "allocated", "requested", "free_internal", "free_external",
-                  "per_segment": [...]}}
-
-Bytes are requested bytes (see memory_timeline). Reserved figures are None in profiler-made
-snapshots, which have no allocator, and their ``segments`` are NO_SEGMENTS (count 0, bytes None):
-what they call segments are address spans of tensors, not the allocator's. ``time_s`` counts from the trace's first entry
-(``None`` when entries carry no ``time_us``, as in profiler-made snapshots; ``index`` still orders
-them). The timeline keeps at most TIMELINE_POINTS points, each the highest of its stretch of
-events, so the peak is always one of them.
+the HTML report draws it). Its layout, and how profiler-made snapshots differ: docs/formats.md.
 """
 
 from __future__ import annotations
@@ -143,7 +128,7 @@ def _source(segments: list[dict]) -> str:
 
 
 def summarize_snapshot(path: str | Path, top_sites: int | None = TOP_SITES) -> dict:
-    """Every figure of one snapshot file (layout in the module docstring); ``top_sites=None`` keeps
+    """Every figure of one snapshot file (layout: docs/formats.md); ``top_sites=None`` keeps
     every site (what a comparison needs)."""
     data = load_snapshot(path)
     try:

@@ -1,20 +1,8 @@
 """Replay one device's allocator trace: allocated and reserved bytes after every event.
 
-Rules (the allocator's own accounting, ``torch.cuda.memory_allocated``/``memory_reserved``):
-
-- An allocation counts from its ``alloc`` until its ``free_requested`` (the moment the tensor is
-  released; ``free_completed`` only says the block can be reused). A ``free_completed`` with no
-  ``free_requested`` before it (the trace's ring buffer cut the pair) ends the allocation instead.
-- Reserved memory changes with ``segment_alloc``/``segment_map`` (+) and ``segment_free``/
-  ``segment_unmap`` (-).
-- The trace may start after the program did (``max_entries`` keeps only the newest events, and a
-  profiler-made snapshot omits tensors that existed before profiling). Allocations that were
-  already there are inferred: one freed in the trace without an ``alloc`` in it, and one still
-  active in the final segments without an ``alloc`` in it (matched by block address; where
-  blocks have none, the final active bytes the trace does not explain). Reserved memory at the start is the
-  final segments' size minus the trace's net segment changes.
-
-Sizes are the bytes requested (what trace entries record); segment sizes are what cudaMalloc gave.
+Follows the allocator's own accounting (``torch.cuda.memory_allocated``/``memory_reserved``) and
+infers the allocations that predate the trace (a ring buffer keeps only the newest events).
+The rules, one by one: docs/formats.md ("How the allocator trace is replayed").
 """
 
 from __future__ import annotations
@@ -90,7 +78,7 @@ def end_blocks(segments: list[dict], device: int) -> tuple[dict[Address, Allocat
 
 def _classified(entries: list[dict]) -> Iterator[tuple[int, str | None, dict]]:
     """(index, kind, entry) per entry, kind 'alloc', 'free', 'reserve', 'oom' or None: the one place
-    that decides which entry ends an allocation (see the module docstring)."""
+    that decides which entry ends an allocation (rules: docs/formats.md)."""
     requested: set[Address] = set()
     for i, e in enumerate(entries):
         action, addr = e.get("action"), e.get("addr")
@@ -115,7 +103,7 @@ def _allocation(e: dict, index: int = -1) -> Allocation:
 
 
 def _preexisting(entries: list[dict], segments: list[dict], device: int) -> dict[Address, Allocation]:
-    """Allocations alive when the trace began (see the module docstring)."""
+    """Allocations alive when the trace began (rules: docs/formats.md)."""
     live: dict[Address, Allocation] = {}
     before: dict[Address, Allocation] = {}
     for i, kind, e in _classified(entries):
