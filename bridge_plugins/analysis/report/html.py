@@ -16,10 +16,11 @@ import tempfile
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.memory.snapshot import main_device
+from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.report import heatmap
 from bridge_plugins.analysis.report.compare import compare_section
 from bridge_plugins.analysis.report.findings import findings_section, why_section
@@ -27,9 +28,6 @@ from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
 from bridge_plugins.analysis.report.timeline import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.parallel import Workers
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
