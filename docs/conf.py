@@ -48,6 +48,7 @@ nitpick_ignore_regex = [
     ("py:class", r"bridge_plugins\.plugins\.script_args\._ScriptArgs"),
     ("py:class", r"bridge_plugins\.runtime\.signals\.SignalGuard"),
     ("py:func", r"bridge_plugins\.jobdir\.scan\.scan_job_dir"),
+    ("py:class", r"bridge_plugins\.analysis\.parallel\.Done"),
     # each analyzer's result class: documented field by field in analysis-schema.md, not twice
     ("py:class", r"bridge_plugins\.analysis\.analyzers\.[a-z_]+\.[A-Za-z]+"),
 ]

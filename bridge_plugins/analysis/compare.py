@@ -1,41 +1,53 @@
 """``compare(base, new)``: what changed between two runs (job directories or traces).
 
-Two runs rarely capture the same number of steps or ranks, so op and kernel times are compared
-per rank-step: each run's total over its traces divided by the steps its traces captured (summed
-over ranks). When a trace has no ProfilerStep spans, both runs are compared per trace instead
-(``normalized`` says which). Step time is the median across a run's traces of their median step.
-The GPU breakdown of each run is the mean over its traces, side by side. An op or kernel is
-listed as a regression or improvement when it changed by at least SHOWN_US.
-
-Schema (``"schema": "bridge-plugins.compare/1"``, microseconds)::
-
-    {"schema", "normalized": "per rank-step" | "per trace",
-     "base"/"new": {"inputs": [str], "traces": int, "rank_steps": int, "step_median_us": float | None,
-                    "gpu": None | {span_us, computation_us, communication_us, memory_us, idle_us,
-                                   communication_total_us}},
-     "step_delta_us": float | None, "step_delta_pct": float | None,
-     "gpu_delta": None | {same keys: new - base},
-     "ops_regressions"/"ops_improvements"/"kernels_regressions"/"kernels_improvements": [
-        {"name", "base_us", "new_us", "delta_us", "base_calls", "new_calls", "delta_calls"}],
-     "problems": [{"file", "error", "run": "base" | "new"}]}
+Op and kernel times per rank-step (or per trace when a trace has no steps), step time as the
+median of the traces' median steps, the mean GPU breakdowns side by side; changes of at least
+SHOWN_US are listed. The JSON layout (``bridge-plugins.compare/1``): docs/formats.md.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypedDict, get_args
 
 from bridge_plugins.analysis.parallel import Workers
+from bridge_plugins.analysis.schema import Summary
 from bridge_plugins.analysis.summarize import summarize
 
 SCHEMA = "bridge-plugins.compare/1"
 SHOWN_US = 5.0
 """The smallest change listed as a regression or improvement: half the 0.01 ms that the tables
 show, so a listed change never prints as +0.00 or -0.00."""
-GPU_KEYS = ("span_us", "computation_us", "communication_us", "memory_us", "idle_us", "communication_total_us")
+GpuKey = Literal["span_us", "computation_us", "communication_us", "memory_us", "idle_us", "communication_total_us"]
+GPU_KEYS: tuple[GpuKey, ...] = get_args(GpuKey)
 
 
-def _run_figures(s: dict, per_step: bool) -> dict:
+class DeltaRow(TypedDict):
+    name: str
+    base_us: float
+    new_us: float
+    delta_us: float
+    base_calls: float
+    new_calls: float
+    delta_calls: float
+
+
+Row = tuple[str, float, int]
+"""(name, time in microseconds, calls) of one op or kernel row of a trace."""
+
+
+def _ops(s: Summary) -> Iterator[Row]:
+    return ((r["name"], r["self_us"], r["calls"]) for t in s["traces"] for r in t["top_cpu_ops"])
+
+
+def _kernels(s: Summary) -> Iterator[Row]:
+    return ((r["name"], r["total_us"], r["calls"]) for t in s["traces"] for r in t["top_gpu_kernels"])
+
+
+def _run_figures(s: Summary, per_step: bool) -> dict[str, Any]:
     traces = s["traces"]
     medians = [t["steps"]["median_us"] for t in traces if t["steps"]["median_us"] is not None]
     gpus = [t["gpu"] for t in traces if t["gpu"]]
@@ -50,18 +62,19 @@ def _run_figures(s: dict, per_step: bool) -> dict:
     }
 
 
-def _table(s: dict, key: str, value: str, divisor: int) -> dict[str, list[float]]:
+def _table(rows_in: Iterable[Row], divisor: int) -> dict[str, list[float]]:
     rows: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for t in s["traces"]:
-        for r in t[key]:
-            rows[r["name"]][0] += r[value] / divisor
-            rows[r["name"]][1] += r["calls"] / divisor
+    for name, us, calls in rows_in:
+        rows[name][0] += us / divisor
+        rows[name][1] += calls / divisor
     return rows
 
 
-def _deltas(base: dict, new: dict, key: str, value: str, bd: int, nd: int, top: int | None):
-    b, n = _table(base, key, value, bd), _table(new, key, value, nd)
-    rows = []
+def _deltas(
+    base: Iterable[Row], new: Iterable[Row], bd: int, nd: int, top: int | None
+) -> tuple[list[DeltaRow], list[DeltaRow]]:
+    b, n = _table(base, bd), _table(new, nd)
+    rows: list[DeltaRow] = []
     for name in set(b) | set(n):
         (bu, bc), (nu, nc) = b.get(name, (0.0, 0.0)), n.get(name, (0.0, 0.0))
         rows.append(
@@ -80,21 +93,26 @@ def _deltas(base: dict, new: dict, key: str, value: str, bd: int, nd: int, top: 
     return worse[:top] if top else worse, better[:top] if top else better
 
 
-def compare(base_paths, new_paths, top: int | None = 10, workers: Workers | None = None) -> dict:
-    """The comparison dict (module docstring). Raises NothingToRead if either run has nothing readable."""
+def compare(
+    base_paths: Sequence[str | Path],
+    new_paths: Sequence[str | Path],
+    top: int | None = 10,
+    workers: Workers | None = None,
+) -> dict[str, Any]:
+    """The comparison dict (layout: docs/formats.md). Raises NothingToRead if either run has nothing readable."""
     return compare_runs(
         summarize(base_paths, top=None, workers=workers), summarize(new_paths, top=None, workers=workers), top
     )
 
 
-def compare_runs(base: dict, new: dict, top: int | None = 10) -> dict:
+def compare_runs(base: Summary, new: Summary, top: int | None = 10) -> dict[str, Any]:
     """The comparison dict of two summaries made with ``top=None`` (every op and kernel), for a
     caller that has them already (the HTML report): each trace is read once."""
     per_step = all(t["steps"]["count"] for t in base["traces"] + new["traces"])
     fb, fn = _run_figures(base, per_step), _run_figures(new, per_step)
     bd, nd = fb.pop("_divisor"), fn.pop("_divisor")
-    ops_worse, ops_better = _deltas(base, new, "top_cpu_ops", "self_us", bd, nd, top)
-    k_worse, k_better = _deltas(base, new, "top_gpu_kernels", "total_us", bd, nd, top)
+    ops_worse, ops_better = _deltas(_ops(base), _ops(new), bd, nd, top)
+    k_worse, k_better = _deltas(_kernels(base), _kernels(new), bd, nd, top)
     step_delta = (
         None
         if fb["step_median_us"] is None or fn["step_median_us"] is None

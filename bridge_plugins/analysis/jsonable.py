@@ -8,9 +8,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from typing import Any
 
 
-def jsonable(obj):
+def jsonable(obj: object) -> Any:
     """``obj`` with dataclasses turned into dicts and NaN/inf into None (JSON has neither)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
@@ -23,5 +24,5 @@ def jsonable(obj):
     return obj
 
 
-def dumps(obj, indent: int | None = 1) -> str:
+def dumps(obj: object, indent: int | None = 1) -> str:
     return json.dumps(jsonable(obj), indent=indent)

@@ -1,21 +1,11 @@
 """The map over traces: read each trace in its own process, locally or on a Ray cluster.
 
-Why: a job that profiles many ranks leaves many traces, and reading one is a single core's work
-(``summarize.summarize_trace``). ``Workers.map`` runs that per-trace unit in parallel and hands the
-results back in input order, so whatever is built from them (summary, compare, report) is
-byte-identical to reading the files one after another (``jobs=1``, which reads in this process).
-
-- Local (``jobs=N``): a process pool of N workers (``fork``: the driver is single-threaded here,
-  and the workers start without re-importing anything). Biggest files first, so one large trace
-  does not start last and leave the other cores idle.
-- Ray (``ray_address``): one Ray task per trace on an existing cluster (``ray`` is imported only
-  then). The tasks read the files by path, so the cluster must see them where the driver does (a
-  shared file system). This package is shipped to the workers (``runtime_env`` ``py_modules``), so
-  the cluster reads with the driver's version. A task whose worker process dies is retried by Ray
-  (``RAY_TASK_RETRIES``).
-
-Either way a trace that cannot be read comes back as its one-line error (a skipped file), and a
-file whose reading worker keeps dying is a skipped file too, rather than the end of the run.
+Reading one trace is a single core's work, and a job leaves one per rank. ``Workers.map`` runs
+the per-trace unit in parallel (a local process pool, biggest files first, or one Ray task per
+trace on an existing cluster that sees the same files) and returns the results in input order,
+so what is built from them is byte-identical to ``jobs=1``. A trace that cannot be read, or whose
+worker keeps dying, comes back as its one-line error (a skipped file), not the end of the run.
+Running on Ray (shared files, the shipped package): docs/scale.md.
 """
 
 from __future__ import annotations
@@ -28,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import TextIO
 
@@ -36,6 +27,8 @@ RAY_TASK_RETRIES = 3
 POOL_RESTARTS = 2
 """How often a local pool is rebuilt after one of its processes died, before the unfinished files are skipped."""
 WORKER_DIED = "the process reading it died ({why}); retried {n} times"
+PerTrace = Callable[[Path], object]
+"""The per-trace unit that ``Workers.map`` runs on each path."""
 
 
 class ClusterUnavailable(Exception):
@@ -66,7 +59,9 @@ class Progress:
     Only on a terminal and only for long runs (shown from ``after`` seconds on), so pipes, logs
     and CI output stay clean."""
 
-    def __init__(self, label: str, total_files: int, total_bytes: int, stream: TextIO | None = None, after=2.0):
+    def __init__(
+        self, label: str, total_files: int, total_bytes: int, stream: TextIO | None = None, after: float = 2.0
+    ) -> None:
         self.label, self.total_files, self.total_bytes = label, total_files, total_bytes
         self.stream = sys.stderr if stream is None else stream
         self.on = self.stream.isatty()
@@ -143,17 +138,20 @@ def call(fn: Callable[[Path], object], path: Path, catch: type[Exception]) -> Do
         return Done(path, error=str(e))
 
 
-def _serial(fn, paths: list[Path], catch) -> Iterator[tuple[int, Done]]:
+def _serial(fn: PerTrace, paths: Sequence[Path], catch: type[Exception]) -> Iterator[tuple[int, Done]]:
     for i, p in enumerate(paths):
         yield i, call(fn, p, catch)
 
 
-def _pool(fn, paths: list[Path], sizes: list[int], catch, jobs: int) -> Iterator[tuple[int, Done]]:
+def _pool(
+    fn: PerTrace, paths: Sequence[Path], sizes: list[int], catch: type[Exception], jobs: int
+) -> Iterator[tuple[int, Done]]:
     """A pool of ``jobs`` processes. When one dies (SIGKILL, the OOM killer), the pool is broken and
     every file it had not finished fails with it; those files are then read again one per fresh
     process, so only the file that kills its reader is skipped, after POOL_RESTARTS tries."""
     import multiprocessing
 
+    # fork: the driver is single-threaded here, and the workers start without re-importing anything
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     failed: list[int] = []
     order = sorted(range(len(paths)), key=lambda i: -sizes[i])  # biggest first
@@ -173,7 +171,15 @@ def _pool(fn, paths: list[Path], sizes: list[int], catch, jobs: int) -> Iterator
             )
 
 
-def _run(fn, paths, catch, order: list[int], jobs: int, context, failed: list[int]) -> Iterator[tuple[int, Done]]:
+def _run(
+    fn: PerTrace,
+    paths: Sequence[Path],
+    catch: type[Exception],
+    order: list[int],
+    jobs: int,
+    context: BaseContext,
+    failed: list[int],
+) -> Iterator[tuple[int, Done]]:
     """Read ``order`` in a pool of ``jobs``; the files lost to a broken pool go to ``failed``.
 
     Ctrl-C is the driver's to handle: the workers never see SIGINT (a Ctrl-C would otherwise kill

@@ -10,6 +10,7 @@ terminal and the page show the same figures.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 MANY_RANKS = 32
@@ -41,7 +42,7 @@ def _groups(n: int, most: int) -> list[range]:
     return [range(i, min(i + size, n)) for i in range(0, n, size)]
 
 
-def _max(values) -> float | None:
+def _max(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return max(present) if present else None
 

@@ -23,7 +23,9 @@ def _read(fn: Callable[[Path], object], path: str, catch: type[Exception]) -> Do
     return Done(done.path, done.value, done.error, node=ray.util.get_node_ip_address())
 
 
-def ray_map(fn, paths: list[Path], catch: type[Exception], address: str) -> Iterator[tuple[int, Done]]:
+def ray_map(
+    fn: Callable[[Path], object], paths: list[Path], catch: type[Exception], address: str
+) -> Iterator[tuple[int, Done]]:
     try:
         ray.init(
             address=address,

@@ -8,6 +8,7 @@ innermost ``nn.Module`` frame. GPU time is the sum of the events' durations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,7 +48,12 @@ def _owners(names: list[str], ids: np.ndarray, dur: np.ndarray) -> list[Owner]:
 
 
 def _per_thread(
-    table: ThreadColumns, d: Collected, thread: np.ndarray, t: np.ndarray, pick, keep_name=None
+    table: ThreadColumns,
+    d: Collected,
+    thread: np.ndarray,
+    t: np.ndarray,
+    pick: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    keep_name: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
     owner = np.full(len(t), -1, dtype=np.int64)
     for ti in np.unique(thread).tolist():

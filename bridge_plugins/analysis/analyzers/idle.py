@@ -42,7 +42,7 @@ class IdleBreakdown:
     note: str | None = None
 
 
-def _stream(stream: int, ts, end, launch_ts, computation) -> StreamIdle:
+def _stream(stream: int, ts: np.ndarray, end: np.ndarray, launch_ts: np.ndarray, computation: np.ndarray) -> StreamIdle:
     busy, comp = float((end - ts).sum()), float((end - ts)[computation].sum())
     prev_end = end[:-1]
     gap = ts[1:] - prev_end

@@ -8,6 +8,7 @@ the wait itself plus the refill.
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -73,7 +74,9 @@ def _events(d: Collected, calls: CpuCalls) -> tuple[list[tuple[float, float, int
     return sorted(out), dict(by_name)
 
 
-def _waiting(d: Collected, calls: CpuCalls, key: tuple, arrays, reads: np.ndarray) -> list[int]:
+def _waiting(
+    d: Collected, calls: CpuCalls, key: tuple, arrays: tuple[array, array, array], reads: np.ndarray
+) -> list[int]:
     """The scalar reads that make the host wait on a device.
 
     On a GPU trace, those that issued a CUDA call (the device-to-host copy and its sync): a read
@@ -101,7 +104,9 @@ def _waiting(d: Collected, calls: CpuCalls, key: tuple, arrays, reads: np.ndarra
     return reads[~inside].tolist()
 
 
-def _enclosing_any(cols: tuple[np.ndarray, np.ndarray, np.ndarray], times: list[float]):
+def _enclosing_any(
+    cols: tuple[np.ndarray, np.ndarray, np.ndarray], times: list[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The events of a thread's (ts, dur, name id) columns that contain one of ``times``: the few a
     stack needs, so the sorting below does not copy a whole thread's operators."""
     ts, dur, ids = cols

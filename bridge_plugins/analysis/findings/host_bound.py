@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from bridge_plugins.analysis.findings.model import Finding, finding, median, step_base, timeline_id
 
 if TYPE_CHECKING:
+    from bridge_plugins.analysis.analyzers.idle import StreamIdle
     from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "host_bound"
@@ -36,7 +37,7 @@ INPUT_ADVICE = [
 ]
 
 
-def _busiest_stream(trace: TraceSummary):
+def _busiest_stream(trace: TraceSummary) -> StreamIdle | None:
     """The stream most computation runs on (communication streams wait on others by design)."""
     idle = trace["analyses"].idle
     return max(idle.streams if idle else [], key=lambda s: (s.computation_us, s.busy_us), default=None)

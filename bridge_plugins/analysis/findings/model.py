@@ -52,10 +52,22 @@ def step_base(trace: TraceSummary) -> StepBase:
 
 
 def finding(
-    kind: str, title: str, base: StepBase, per_step_us: float, evidence: dict, advice: list[str], **kw
+    kind: str,
+    title: str,
+    base: StepBase,
+    per_step_us: float,
+    evidence: dict,
+    advice: list[str],
+    *,
+    ranks: list[int | None] | None = None,
+    timeline: str | None = None,
 ) -> Finding:
+    """A Finding with its severity from the share of the step. ``ranks`` may hold a trace's rank
+    as TraceSummary types it (None only before summarize numbers the traces, which is before any
+    finding is made)."""
     share = base.share(per_step_us)
-    return Finding(kind, severity(share), title, per_step_us, share, evidence, advice, **kw)
+    numbered = [r for r in ranks or [] if r is not None]
+    return Finding(kind, severity(share), title, per_step_us, share, evidence, advice, numbered, timeline)
 
 
 def timeline_id(rank: int | None, which: str = "median") -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
 
 if TYPE_CHECKING:
+    from bridge_plugins.analysis.analyzers.step_detail import StepDetail
     from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "step_variance"
@@ -30,7 +31,7 @@ ADVICE = [
 ]
 
 
-def _differences(slow, typical) -> dict:
+def _differences(slow: StepDetail, typical: StepDetail) -> dict[str, dict[str, float]]:
     out = {}
     for field in ("duration_us", "outside_ops_us", "launches", "gpu_us", "syncs"):
         a, b = getattr(slow, field), getattr(typical, field)

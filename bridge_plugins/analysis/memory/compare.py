@@ -6,6 +6,9 @@ device), so ``memory --compare`` and the report's comparison use the same figure
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from bridge_plugins.analysis.memory.snapshot import main_device
 
 _FIGURES = ("peak_allocated", "peak_reserved", "end_allocated", "end_reserved")
@@ -17,11 +20,11 @@ def _delta(base: int | None, new: int | None) -> dict:
     return {"base": base, "new": new, "delta": None if base is None or new is None else new - base}
 
 
-def _by_site(rows) -> dict[str, int]:
+def _by_site(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
     return {row["site"]: row["bytes"] for row in rows}
 
 
-def _site_deltas(base_rows, new_rows) -> list:
+def _site_deltas(base_rows: Iterable[dict[str, Any]], new_rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     base, new = _by_site(base_rows), _by_site(new_rows)
     rows = [{"site": s, **_delta(base.get(s, 0), new.get(s, 0))} for s in set(base) | set(new)]
     rows = [r for r in rows if r["delta"]]

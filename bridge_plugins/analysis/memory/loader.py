@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 from pathlib import Path
+from typing import IO, Any, NoReturn
 
 from bridge_plugins.analysis.memory.shape import ShapeError, check_snapshot
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
@@ -31,11 +32,11 @@ class SnapshotFormatError(ValueError):
 
 
 class _DataOnlyUnpickler(pickle.Unpickler):
-    def __init__(self, file, path: Path):
+    def __init__(self, file: IO[bytes], path: Path) -> None:
         super().__init__(file)
         self._path = path
 
-    def find_class(self, module: str, name: str):
+    def find_class(self, module: str, name: str) -> type:
         if (module, name) in _ALLOWED_GLOBALS:
             return super().find_class(module, name)
         raise SnapshotFormatError(
@@ -43,7 +44,7 @@ class _DataOnlyUnpickler(pickle.Unpickler):
             "snapshot never holds (loading it could run code)"
         )
 
-    def persistent_load(self, pid):
+    def persistent_load(self, pid: object) -> NoReturn:
         raise SnapshotFormatError(f"{self._path}: refusing to load: the pickle uses persistent ids (not a snapshot)")
 
 
@@ -87,7 +88,7 @@ def load_snapshot(path: str | Path) -> dict:
     return data
 
 
-def _unpickle(fh, path: Path):
+def _unpickle(fh: IO[bytes], path: Path) -> Any:
     """The pickle in ``fh``, read straight from the file (no copy of it in memory)."""
     try:
         return _DataOnlyUnpickler(fh, path).load()

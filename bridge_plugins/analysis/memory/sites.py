@@ -1,13 +1,9 @@
 """Where an allocation came from: its Python frames, reduced to one "site" to group by.
 
-Frames are innermost first. The site is the innermost frame in the user's code, skipping
-PyTorch's own files, the Python standard library and builtins, so allocations group under the
-model line that caused them (``model.py:31 forward``) rather than under ``linear.py:125 forward``.
-When every frame is library code, the innermost frame is the site.
-
-Snapshots made from a torch.profiler run (``torch.cuda._memory_viz._profile_to_snapshot``) store
-frames as ``{"filename": "none", "line": 0, "name": "path/file.py(31): forward"}``;
-:func:`frame_parts` reads both forms.
+The site is the innermost frame in the user's code (frames are innermost first; PyTorch, the
+standard library and builtins are skipped), so allocations group under the model line that
+caused them (``model.py:31 forward``). :func:`frame_parts` reads both frame forms (real and
+profiler-made snapshots: docs/formats.md).
 """
 
 from __future__ import annotations

@@ -2,22 +2,7 @@
 at the peak and at the end (by site), and the allocator's segments.
 
 :func:`summarize_snapshot` returns a JSON-ready dict (``bridge-plugins memory --json`` prints it;
-the HTML report draws it). Layout::
-
-    {"file", "source", "devices": [{"device", "entries", "peak_allocated", "peak_reserved",
-                          "peak": {"index", "time_s", "site", "size"}, "end_allocated", "end_reserved",
-                          "timeline": [[index, time_s, allocated, reserved], ...],
-                          "sites_at_peak": [{"site", "bytes", "count", "categories"}],
-                          "alive_at_end": [...same...], "ooms": [...]}],
-     "segments": {"count", "reserved", "allocated", "requested", "free_internal", "free_external",
-                  "per_segment": [...]}}
-
-Bytes are requested bytes (see memory_timeline). Reserved figures are None in profiler-made
-snapshots, which have no allocator, and their ``segments`` are NO_SEGMENTS (count 0, bytes None):
-what they call segments are address spans of tensors, not the allocator's. ``time_s`` counts from the trace's first entry
-(``None`` when entries carry no ``time_us``, as in profiler-made snapshots; ``index`` still orders
-them). The timeline keeps at most TIMELINE_POINTS points, each the highest of its stretch of
-events, so the peak is always one of them.
+the HTML report draws it). Its layout, and how profiler-made snapshots differ: docs/formats.md.
 """
 
 from __future__ import annotations
@@ -26,6 +11,7 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from bridge_plugins.analysis.memory.budget import OverBudget, memory_budget
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
@@ -33,7 +19,7 @@ from bridge_plugins.analysis.memory.sites import site_of
 from bridge_plugins.analysis.memory.timeline import Allocation, DeviceReplay, replay
 
 TIMELINE_POINTS = 600
-NO_SEGMENTS = {
+NO_SEGMENTS: dict[str, int | list[dict] | None] = {
     "count": 0,
     "reserved": None,
     "allocated": None,
@@ -107,7 +93,8 @@ def _device_summary(r: DeviceReplay, entries: list[dict], top: int | None) -> di
 def segment_summary(segments: list[dict]) -> dict:
     """The final state of the allocator's segments, totals as torch's ``_memory_viz segsum`` counts
     them: requested bytes of active blocks, internal free (rounding) and external free (inactive)."""
-    per, totals = [], defaultdict(int)
+    per: list[dict[str, Any]] = []
+    totals: defaultdict[str, int] = defaultdict(int)
     for seg in segments:
         active = [b for b in seg.get("blocks", []) if b.get("state") == "active_allocated"]
         allocated = sum(b["size"] for b in active)
@@ -148,7 +135,7 @@ def _source(segments: list[dict]) -> str:
 
 
 def summarize_snapshot(path: str | Path, top_sites: int | None = TOP_SITES) -> dict:
-    """Every figure of one snapshot file (layout in the module docstring); ``top_sites=None`` keeps
+    """Every figure of one snapshot file (layout: docs/formats.md); ``top_sites=None`` keeps
     every site (what a comparison needs). Reading it runs under a memory budget (``budget``)."""
     try:
         size = os.stat(path).st_size

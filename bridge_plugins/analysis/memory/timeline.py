@@ -1,20 +1,8 @@
 """Replay one device's allocator trace: allocated and reserved bytes after every event.
 
-Rules (the allocator's own accounting, ``torch.cuda.memory_allocated``/``memory_reserved``):
-
-- An allocation counts from its ``alloc`` until its ``free_requested`` (the moment the tensor is
-  released; ``free_completed`` only says the block can be reused). A ``free_completed`` with no
-  ``free_requested`` before it (the trace's ring buffer cut the pair) ends the allocation instead.
-- Reserved memory changes with ``segment_alloc``/``segment_map`` (+) and ``segment_free``/
-  ``segment_unmap`` (-).
-- The trace may start after the program did (``max_entries`` keeps only the newest events, and a
-  profiler-made snapshot omits tensors that existed before profiling). Allocations that were
-  already there are inferred: one freed in the trace without an ``alloc`` in it, and one still
-  active in the final segments without an ``alloc`` in it (matched by block address; where
-  blocks have none, the final active bytes the trace does not explain). Reserved memory at the start is the
-  final segments' size minus the trace's net segment changes.
-
-Sizes are the bytes requested (what trace entries record); segment sizes are what cudaMalloc gave.
+Follows the allocator's own accounting (``torch.cuda.memory_allocated``/``memory_reserved``) and
+infers the allocations that predate the trace (a ring buffer keeps only the newest events).
+The rules, one by one: docs/formats.md ("How the allocator trace is replayed").
 """
 
 from __future__ import annotations
@@ -24,12 +12,14 @@ from dataclasses import dataclass, field
 
 BEFORE_TRACE = "before-trace"
 """Key of the one allocation standing for unaddressed blocks that predate the trace."""
+Address = int | str | None
+"""A block's address; BEFORE_TRACE for the unaddressed remainder; None where an entry has none."""
 _RESERVE = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
 
 
 @dataclass
 class Allocation:
-    addr: int
+    addr: Address
     size: int
     frames: list
     category: str | None = None
@@ -63,13 +53,13 @@ class DeviceReplay:
         return max([self.initial_reserved, *self.reserved])
 
 
-def end_blocks(segments: list[dict], device: int) -> tuple[dict[int, Allocation] | None, int]:
+def end_blocks(segments: list[dict], device: int) -> tuple[dict[Address, Allocation] | None, int]:
     """Active blocks of the final state: ({address: allocation} or None, their requested bytes).
 
     The mapping is None when blocks carry no ``address``: profiler-made snapshots lay blocks out
     one after another although their tensors can overlap, so a computed address is not a real one.
     """
-    found: dict[int, Allocation] = {}
+    found: dict[Address, Allocation] = {}
     total, addressed = 0, True
     for seg in segments:
         if seg.get("device", 0) != device:
@@ -88,8 +78,8 @@ def end_blocks(segments: list[dict], device: int) -> tuple[dict[int, Allocation]
 
 def _classified(entries: list[dict]) -> Iterator[tuple[int, str | None, dict]]:
     """(index, kind, entry) per entry, kind 'alloc', 'free', 'reserve', 'oom' or None: the one place
-    that decides which entry ends an allocation (see the module docstring)."""
-    requested = set()
+    that decides which entry ends an allocation (rules: docs/formats.md)."""
+    requested: set[Address] = set()
     for i, e in enumerate(entries):
         action, addr = e.get("action"), e.get("addr")
         kind = None
@@ -112,10 +102,10 @@ def _allocation(e: dict, index: int = -1) -> Allocation:
     return Allocation(e.get("addr"), e.get("size", 0), e.get("frames") or [], e.get("category"), index)
 
 
-def _preexisting(entries: list[dict], segments: list[dict], device: int) -> dict[object, Allocation]:
-    """Allocations alive when the trace began (see the module docstring)."""
-    live: dict[object, Allocation] = {}
-    before: dict[object, Allocation] = {}
+def _preexisting(entries: list[dict], segments: list[dict], device: int) -> dict[Address, Allocation]:
+    """Allocations alive when the trace began (rules: docs/formats.md)."""
+    live: dict[Address, Allocation] = {}
+    before: dict[Address, Allocation] = {}
     for i, kind, e in _classified(entries):
         addr = e.get("addr")
         if kind == "alloc":
@@ -134,7 +124,7 @@ def _preexisting(entries: list[dict], segments: list[dict], device: int) -> dict
     return before
 
 
-def _apply(live: dict[int, Allocation], kind: str | None, e: dict, index: int) -> int:
+def _apply(live: dict[Address, Allocation], kind: str | None, e: dict, index: int) -> int:
     """Update ``live`` for one entry; returns the change in allocated bytes."""
     if kind == "alloc":
         old = live.get(e.get("addr"))
@@ -151,7 +141,7 @@ def replay(entries: list[dict], segments: list[dict], device: int) -> DeviceRepl
     live = dict(start)
     initial_allocated = sum(a.size for a in live.values())
     final_reserved = sum(s.get("total_size", 0) for s in segments if s.get("device", 0) == device)
-    initial_reserved = final_reserved - sum(_RESERVE.get(e.get("action"), 0) * e.get("size", 0) for e in entries)
+    initial_reserved = final_reserved - sum(_RESERVE.get(e.get("action", ""), 0) * e.get("size", 0) for e in entries)
     allocated, reserved, times, ooms = [], [], [], []
     current, reserving = initial_allocated, initial_reserved
     peak_value, peak_index = initial_allocated, -1
@@ -183,7 +173,7 @@ def replay(entries: list[dict], segments: list[dict], device: int) -> DeviceRepl
     )
 
 
-def _live_after(entries: list[dict], stop: int, start: dict[int, Allocation]) -> list[Allocation]:
+def _live_after(entries: list[dict], stop: int, start: dict[Address, Allocation]) -> list[Allocation]:
     """Allocations alive right after entry ``stop`` (a second, short replay: cheaper than copying
     the live set at every new maximum)."""
     live = dict(start)

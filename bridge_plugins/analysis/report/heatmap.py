@@ -12,7 +12,7 @@ from html import escape
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.report.parts import cell, fmt_ms, fmt_pct, section, table
-from bridge_plugins.analysis.report.svg import FONT, WIDTH
+from bridge_plugins.analysis.report.svg import FONT, WIDTH, Fmt
 from bridge_plugins.analysis.report.traces import tops_section
 
 PALETTE = ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026", "#800026"]
@@ -34,7 +34,7 @@ def _range_label(a: int, b: int, what: str) -> str:
     return f"{what} {a}" if a == b else f"{what}s {a}-{b}"
 
 
-def heatmap(chart_id: str, title: str, grid: ranks_view.Grid, lo: float, hi: float, fmt, note: str = "") -> str:
+def heatmap(chart_id: str, title: str, grid: ranks_view.Grid, lo: float, hi: float, fmt: Fmt, note: str = "") -> str:
     """Rows are ranks (top: lowest), columns steps; colour from ``lo`` (lightest) to ``hi`` (darkest)."""
     n_rows, n_cols = len(grid.rows), len(grid.columns)
     height = max(160, min(800, 3 * n_rows)) + TOP + BOTTOM

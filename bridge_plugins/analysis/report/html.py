@@ -20,6 +20,7 @@ from typing import cast
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.memory.snapshot import main_device
+from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.report import heatmap
 from bridge_plugins.analysis.report.compare import compare_section
 from bridge_plugins.analysis.report.findings import findings_section, why_section
@@ -143,7 +144,10 @@ def write_report(html: str, out: str | Path, replace: bool = True) -> Path:
 
 
 def build(
-    paths: Sequence[str | Path], baseline: Sequence[str | Path] | None = None, top: int = 10, workers=None
+    paths: Sequence[str | Path],
+    baseline: Sequence[str | Path] | None = None,
+    top: int = 10,
+    workers: Workers | None = None,
 ) -> tuple[str, list[dict]]:
     """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
     Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read.
@@ -159,7 +163,7 @@ def build(
     comparison = memory_comparison = None
     if baseline:
         base = summarize(baseline, top=None, workers=workers)
-        comparison = compare_runs(cast(dict, base), cast(dict, everything), top=top)
+        comparison = compare_runs(base, everything, top=top)
         base_mem = (base.get("memory") or {}).get("files") or []
         new_mem = (summary.get("memory") or {}).get("files") or []
         if base_mem and new_mem:

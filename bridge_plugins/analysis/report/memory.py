@@ -55,10 +55,10 @@ def _timeline(dev: dict, idx: int) -> str:
     )
 
 
-def _dominant_colour(categories: dict) -> str:
+def _dominant_colour(categories: dict[str, int]) -> str:
     if not categories:
         return "#4c78a8"
-    return CATEGORY_COLOURS.get(max(categories, key=categories.get), "#9d755d")
+    return CATEGORY_COLOURS.get(max(categories, key=lambda c: categories[c]), "#9d755d")
 
 
 def _sites_chart(dev: dict, idx: int) -> str:

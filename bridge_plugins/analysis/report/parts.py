@@ -9,8 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from html import escape
+from typing import TypeVar
 
 from bridge_plugins.analysis.report.svg import attr, clip
+
+T = TypeVar("T", float, float | None)
 
 COLOURS = {
     "computation": "#4c78a8",
@@ -45,7 +48,7 @@ def fmt_bytes(n: float | None) -> str:
     return _fmt(n)
 
 
-def cell(value, fmt: Callable[[float], str], cls: str = "num") -> str:
+def cell(value: T, fmt: Callable[[T], str], cls: str = "num") -> str:
     """A table cell showing ``fmt(value)`` with the exact value in data-value and the formatter's
     name (one of this module's ``fmt_*``) in data-format."""
     data = f' data-value="{attr(value)}" data-format="{fmt.__name__}"' if value is not None else ""
@@ -70,7 +73,7 @@ def section(section_id: str, title: str, body: str, intro: str = "") -> str:
     return f'<section id="{section_id}"><h2>{escape(title)}</h2>{intro_html}{body}</section>'
 
 
-def card(label: str, value: str, sub: str = "", data_value=None, cls: str = "") -> str:
+def card(label: str, value: str, sub: str = "", data_value: object = None, cls: str = "") -> str:
     data = f' data-value="{attr(data_value)}"' if data_value is not None else ""
     sub_html = f'<div class="sub">{escape(sub)}</div>' if sub else ""
     return (

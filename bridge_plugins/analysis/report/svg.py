@@ -19,7 +19,7 @@ FONT = 'font-family="system-ui, -apple-system, Segoe UI, Roboto, DejaVu Sans, sa
 Fmt = Callable[[float], str]
 
 
-def attr(value) -> str:
+def attr(value: object) -> str:
     """A data attribute's value: numbers exactly as JSON writes them, text escaped."""
     if isinstance(value, float) and value.is_integer():
         value = repr(value)
@@ -178,10 +178,10 @@ def line_chart(
     x0, x1 = (min(xs), max(xs)) if xs else (0, 1)
     x1 = x1 if x1 > x0 else x0 + 1
 
-    def px(x):
+    def px(x: float) -> float:
         return left + (x - x0) / (x1 - x0) * (WIDTH - left - right)
 
-    def py(y):
+    def py(y: float) -> float:
         return top_pad + (1 - y / y_max) * (h - top_pad - bottom)
 
     body = []

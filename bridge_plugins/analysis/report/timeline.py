@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from bridge_plugins.analysis.analyzers.timeline import MAX_DEPTH, StepTimeline
+from bridge_plugins.analysis.analyzers.timeline import MAX_DEPTH, Bar, Lane, StepTimeline
 from bridge_plugins.analysis.findings.model import timeline_id
 from bridge_plugins.analysis.report.parts import COLOURS, fmt_ms, section
 from bridge_plugins.analysis.report.svg import FONT, WIDTH, attr, clip, legend
@@ -22,7 +22,7 @@ CPU_COLOUR = "#72b7b2"
 CHAR_W = 6.2  # px per character of the 10.5 px label font
 
 
-def _lane_height(lane) -> int:
+def _lane_height(lane: Lane) -> int:
     return ROW * (1 + max((b.depth for b in lane.bars), default=0)) if lane.kind == "cpu" else ROW
 
 
@@ -44,7 +44,7 @@ def _axis(duration: float, step_us: float, scale: float) -> str:
     return "".join(ticks)
 
 
-def _bar(b, x: float, y: float, w: float, h: float, colour: str) -> str:
+def _bar(b: Bar, x: float, y: float, w: float, h: float, colour: str) -> str:
     label = ""
     if w >= 40:
         label = (

@@ -10,7 +10,7 @@ from bridge_plugins.analysis.compare import GPU_KEYS
 from bridge_plugins.analysis.text.summary import ms, short
 
 
-def _delta(us) -> str:
+def _delta(us: float | None) -> str:
     return "-" if us is None else f"{us / 1000:+,.2f}"
 
 

@@ -7,7 +7,9 @@ torch nor nemo_run: it only reads files.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
+from bridge_plugins.analysis.schema import Summary
 from bridge_plugins.analysis.summarize import summarize, with_top
 from bridge_plugins.analysis.text.memory import fmt_bytes
 from bridge_plugins.analysis.text.summary import step_ranges, to_text
@@ -30,7 +32,7 @@ def report(
     memory_snapshot_path: str = DEFAULT_SNAPSHOT_NAME,
     top: int = 10,
     arts: Artifacts | None = None,
-    summary: dict | None = None,
+    summary: Summary | None = None,
 ) -> tuple[str, dict[int, list[list[int]]]]:
     """A human-readable summary of a job's artifacts, and the steps captured per rank, one list per
     trace (window): a rank with several windows (on-demand triggers, requeues) keeps them all.
@@ -48,8 +50,8 @@ def report(
             summary = None
     if summary is not None:  # the trace figures only, as many rows as asked for
         summary = {**with_top(summary, top), "memory": None}
-    by_file = {t["file"]: t for t in (summary or {}).get("traces", [])}
-    problems = {x["file"]: x["error"] for x in (summary or {}).get("problems", [])}
+    by_file = {t["file"]: t for t in summary["traces"]} if summary else {}
+    problems = {x["file"]: x["error"] for x in summary["problems"]} if summary else {}
     lines: list[str] = []
     steps: dict[int, list[list[int]]] = {}
     for rank in sorted(set(arts.traces) | set(arts.memory)):
@@ -72,6 +74,6 @@ def report(
     if not lines:
         lines.append(f"  (no profiling artifacts under {job_dir})")
     out = ["Artifacts:"] + lines
-    if by_file:
-        out += ["", to_text(summary).rstrip()]
+    if summary and by_file:
+        out += ["", to_text(cast(dict, summary)).rstrip()]  # the renderers read plain dicts
     return "\n".join(out), steps

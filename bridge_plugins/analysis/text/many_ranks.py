@@ -51,7 +51,7 @@ def _stragglers_table(s: dict) -> Table | Text:
     for col in ("rank", "step median", "vs median", "computation", "vs median", "why"):
         t.add_column(col, justify="left" if col in ("rank", "why") else "right")
 
-    def rel(x):
+    def rel(x: float | None) -> str:
         return "-" if x is None else f"{100 * x:+.1f} %"
 
     for r in rows[:STRAGGLER_ROWS]:

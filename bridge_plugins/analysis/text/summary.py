@@ -89,7 +89,7 @@ def _cross_rank_table(group: dict) -> Table:
     ):
         t.add_column(col, justify="left" if col in ("rank", "verdict") else "right")
 
-    def rel(x):
+    def rel(x: float | None) -> str:
         return "-" if x is None else f"{100 * x:+.1f} %"
 
     for r in group["ranks"]:

@@ -6,9 +6,11 @@ Built once per trace from the collector's arrays and shared by every analyzer, s
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from bridge_plugins.analysis.trace.collect import Collected
 
@@ -30,7 +32,7 @@ LAUNCH_CALLS = frozenset(
 )
 
 
-def _arr(a, dtype) -> np.ndarray:
+def _arr(a: array, dtype: DTypeLike) -> np.ndarray:
     return np.frombuffer(a, dtype=dtype) if len(a) else np.zeros(0, dtype=dtype)
 
 

@@ -9,13 +9,16 @@ that launched nothing on the GPU (and for every step of a CPU-only trace).
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
+from numpy.typing import DTypeLike
 
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
 
 
-def _array(a, dtype) -> np.ndarray:
+def _array(a: array, dtype: DTypeLike) -> np.ndarray:
     return np.frombuffer(a, dtype=dtype) if len(a) else np.zeros(0, dtype)
 
 

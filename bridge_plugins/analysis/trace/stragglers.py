@@ -1,17 +1,9 @@
 """Which rank holds the others back, and which ranks wait on it.
 
-In a synchronous data-parallel job every rank waits at each collective for the slowest one. The
-slow rank shows as more step time or more computation than the others; the ranks that wait show
-as more time inside communication kernels (an all-reduce that cannot finish until the slow rank
-joins). So, among traces of the same steps:
-
-- a **straggler** is a rank whose median step time or computation time exceeds the median across
-  ranks by more than ``THRESHOLD`` (10 %);
-- the ranks **waiting** on stragglers are the other ranks whose communication time (all time a
-  communication kernel runs) is at or above the median across ranks.
-
-Traces are compared only with traces that captured the same steps (a restarted or on-demand window
-is its own group); a group of one rank has no stragglers.
+In synchronous data-parallel training every rank waits at each collective for the slowest. Among
+traces of the same steps, a **straggler** is a rank whose median step or computation time exceeds
+the ranks' median by more than ``THRESHOLD``; the ranks **waiting** on it are the others whose
+communication time is at or above the median. A group of one rank has no stragglers.
 """
 
 from __future__ import annotations
