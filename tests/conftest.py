@@ -3,8 +3,16 @@
 import gc
 import logging
 import os
+import signal
 
 import pytest
+
+# Started with SIGINT ignored (`cmd &` in a non-interactive script, nohup-like runners), pytest would
+# pass that to every process a test starts, and the Ctrl-C tests would see their job ignore the
+# Ctrl-C they send. Those tests mean a job started from a terminal: Python's own handler here, so
+# children start with the default action. (The test of a job started with SIGINT ignored sets it.)
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
