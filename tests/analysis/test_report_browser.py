@@ -298,6 +298,12 @@ def test_straggler_view_equals_summary(rendered):
         assert {x.attrs["data-key"]: _num(x) for x in b.find_all("rect")} == {
             k: r[f"{k}_vs_median"] for k in ("step", "computation", "communication")
         }
+    figures = ("step_median_us", "step_vs_median", "computation_us", "computation_vs_median")
+    figures += ("communication_total_us", "communication_vs_median")
+    rows = dom.by_id("table-stragglers-0").find_all("tr")[1:]
+    assert [[_num(c) for c in row.find_all("td", cls="num")] for row in rows] == [
+        [r[k] for k in figures] for r in group["ranks"]
+    ]
     assert group["stragglers"] == [1]
     verdict = dom.find_all("p", cls="verdict")[0].all_text()
     assert "rank 1" in verdict and fmt_pct(group["ranks"][1]["computation_vs_median"]) in verdict

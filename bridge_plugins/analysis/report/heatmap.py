@@ -11,9 +11,9 @@ from __future__ import annotations
 from html import escape
 
 from bridge_plugins.analysis import ranks_view
-from bridge_plugins.analysis.report.parts import cell, fmt_ms, fmt_pct, section, table
+from bridge_plugins.analysis.report.parts import cell, fmt_ms, section, table
 from bridge_plugins.analysis.report.svg import FONT, WIDTH, Fmt
-from bridge_plugins.analysis.report.traces import tops_section
+from bridge_plugins.analysis.report.traces import rank_figure_cells, tops_section
 
 PALETTE = ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026", "#800026"]
 """Low to high (ColorBrewer YlOrRd): the darker, the slower or the idler."""
@@ -129,15 +129,7 @@ def _spread_table(s: dict) -> str:
 def stragglers_section(s: dict) -> str:
     rows = ranks_view.stragglers(s)
     table_rows = [
-        f"<td>rank {r['rank']}</td>"
-        + cell(r["step_median_us"], fmt_ms)
-        + cell(r["step_vs_median"], fmt_pct)
-        + cell(r["computation_us"], fmt_ms)
-        + cell(r["computation_vs_median"], fmt_pct)
-        + cell(r["communication_total_us"], fmt_ms)
-        + cell(r["communication_vs_median"], fmt_pct)
-        + f"<td>{escape(', '.join(r['straggler_reasons']))}</td>"
-        for r in rows[:STRAGGLER_ROWS]
+        rank_figure_cells(r) + f"<td>{escape(', '.join(r['straggler_reasons']))}</td>" for r in rows[:STRAGGLER_ROWS]
     ]
     more = len(rows) - STRAGGLER_ROWS
     note = f'<p class="note">and {more} more stragglers: summary --json lists every rank.</p>' if more > 0 else ""

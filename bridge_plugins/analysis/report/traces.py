@@ -142,6 +142,19 @@ def _straggler_words(group: dict) -> str:
     return f"Straggler: {', '.join(parts)}. Waiting on it (most time in communication): {escape(waiting)}."
 
 
+def rank_figure_cells(r: dict) -> str:
+    """A cross-rank row's rank and its six figures (step, computation, communication: time and vs the median)."""
+    return (
+        f"<td>rank {r['rank']}</td>"
+        + cell(r["step_median_us"], fmt_ms)
+        + cell(r["step_vs_median"], fmt_pct)
+        + cell(r["computation_us"], fmt_ms)
+        + cell(r["computation_vs_median"], fmt_pct)
+        + cell(r["communication_total_us"], fmt_ms)
+        + cell(r["communication_vs_median"], fmt_pct)
+    )
+
+
 def stragglers_section(s: dict) -> str:
     groups = [g for g in s["cross_rank"] if len(g["ranks"]) > 1]
     if not groups:
@@ -181,14 +194,7 @@ def stragglers_section(s: dict) -> str:
             )
         )
         table_rows = [
-            f"<td>rank {r['rank']}</td>"
-            + cell(r["step_median_us"], fmt_ms)
-            + cell(r["step_vs_median"], fmt_pct)
-            + cell(r["computation_us"], fmt_ms)
-            + cell(r["computation_vs_median"], fmt_pct)
-            + cell(r["communication_total_us"], fmt_ms)
-            + cell(r["communication_vs_median"], fmt_pct)
-            + f"<td>{'straggler' if r['straggler'] else 'waiting' if r['waiting'] else ''}</td>"
+            rank_figure_cells(r) + f"<td>{'straggler' if r['straggler'] else 'waiting' if r['waiting'] else ''}</td>"
             for r in g["ranks"]
         ]
         blocks.append(
