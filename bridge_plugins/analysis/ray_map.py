@@ -40,7 +40,8 @@ def ray_map(
             f"cannot connect to the Ray cluster at {address!r}: {str(e).splitlines()[0]}"
         ) from None
     try:
-        task = ray.remote(max_retries=RAY_TASK_RETRIES, num_cpus=1)(_read)
+        # SPREAD: one trace per node in turn; the default packs tasks onto the first node until it is busy
+        task = ray.remote(max_retries=RAY_TASK_RETRIES, num_cpus=1, scheduling_strategy="SPREAD")(_read)
         refs = {task.remote(fn, str(p), catch): i for i, p in enumerate(paths)}
         pending = list(refs)
         while pending:
