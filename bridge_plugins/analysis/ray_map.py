@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 import bridge_plugins
 from bridge_plugins.analysis.parallel import RAY_TASK_RETRIES, WORKER_DIED, ClusterUnavailable, Done, call
@@ -21,6 +22,16 @@ from bridge_plugins.analysis.parallel import RAY_TASK_RETRIES, WORKER_DIED, Clus
 def _read(fn: Callable[[Path], object], path: str, catch: type[Exception]) -> Done:
     done = call(fn, Path(path), catch)
     return Done(done.path, done.value, done.error, node=ray.util.get_node_ip_address())
+
+
+def _node_slots() -> list[str]:
+    """The alive nodes' ids, each once per CPU it has, interleaved (a, b, a, b, a for 3 and 2 CPUs).
+
+    Trace ``i`` goes to slot ``i % len``: the reads are shared among the nodes by their CPUs. Left to
+    itself (even with SPREAD) Ray reuses the first node's worker leases for the next tasks, so short
+    reads all ran on one node while the other stayed idle."""
+    cpus = {n["NodeID"]: int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n["Alive"]}
+    return [node for k in range(max(cpus.values(), default=0)) for node, c in cpus.items() if c > k]
 
 
 def ray_map(
@@ -40,9 +51,17 @@ def ray_map(
             f"cannot connect to the Ray cluster at {address!r}: {str(e).splitlines()[0]}"
         ) from None
     try:
-        # SPREAD: one trace per node in turn; the default packs tasks onto the first node until it is busy
-        task = ray.remote(max_retries=RAY_TASK_RETRIES, num_cpus=1, scheduling_strategy="SPREAD")(_read)
-        refs = {task.remote(fn, str(p), catch): i for i, p in enumerate(paths)}
+        task = ray.remote(max_retries=RAY_TASK_RETRIES, num_cpus=1)(_read)
+        slots = _node_slots()
+
+        def submit(i: int, path: Path) -> ray.ObjectRef:
+            if not slots:  # no CPU anywhere yet: Ray's own scheduling waits for one
+                return task.remote(fn, str(path), catch)
+            # soft: should that node die, the retry runs on another
+            where = NodeAffinitySchedulingStrategy(slots[i % len(slots)], soft=True)
+            return task.options(scheduling_strategy=where).remote(fn, str(path), catch)
+
+        refs = {submit(i, p): i for i, p in enumerate(paths)}
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
