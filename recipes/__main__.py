@@ -19,7 +19,7 @@ import shutil
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -83,9 +83,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--base-dir", default=None, help="NeMo Run home for the experiment; default $NEMORUN_HOME or ~/.nemo_run"
     )
+    p.add_argument(
+        "--inject",
+        choices=sorted(INJECTED),
+        default=None,
+        help="plant a problem in the training loop for `bridge-plugins diagnose` to find: "
+        + "; ".join(f"{k}: {v[0]}" for k, v in sorted(INJECTED.items()))
+        + "; default none",
+    )
     p.add_argument("--name", default="tiny_gpt_profiling", help="experiment title")
     p.add_argument("--dryrun", action="store_true", help="print the launch command / sbatch script; run nothing")
     return p
+
+
+INJECTED: dict[str, tuple[str, Callable[[int, int], dict[str, object]]]] = {
+    "sync": (
+        "a host-device sync (.item()) every step, finding sync_point",
+        lambda start, end: {"train__sync_every_step": True},
+    ),
+    "slow-input": (
+        "a 1 s data loader in the window's steps, finding host_bound",
+        lambda start, end: {"train__data_delay_ms": 1000.0, "train__data_delay_steps": list(range(start, end))},
+    ),
+    "slow-step": (
+        "one step 3 s slower than the others (the window's second), finding step_variance",
+        lambda start, end: {"train__data_delay_ms": 3000.0, "train__data_delay_steps": [min(start + 1, end - 1)]},
+    ),
+}
+"""The problems ``--inject`` plants (recipes.train's knobs), each with what ``diagnose`` then reports."""
 
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
@@ -112,6 +137,8 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
         parser.error(
             "--executor slurm needs --account and --partition (or BRIDGE_SLURM_ACCOUNT / BRIDGE_SLURM_PARTITION)"
         )
+    if args.inject and args.profiler != "pytorch":
+        parser.error(f"--inject {args.inject}: diagnose reads PyTorch profiler traces; use it with --profiler pytorch")
     if args.memory_history and args.profiler == "none":
         parser.error("--memory-history needs a window: use it with --profiler pytorch or --profiler nsys")
     missing = [r for r in args.ranks if r >= args.nproc]
@@ -446,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_history and args.profiler == "nsys":
         # NsysPlugin leaves fields it does not own as the recipe set them
         overrides["profiling__record_memory_history"] = True
+    if args.inject:
+        overrides.update(INJECTED[args.inject][1](args.start, args.end))
     recipe = tiny_gpt_recipe(**overrides)
     executor = make_executor(args, base_dir)
     print(run_header(args), flush=True)

@@ -141,6 +141,8 @@ def test_dryrun_prints_the_sbatch_script(tmp_path):
         (["--ranks", "5", "--nproc", "2"], ["--ranks 5", "--nproc 2", "0-1"]),
         (["--ranks", "0,2", "--nproc", "2"], ["--ranks 2"]),
         (["--base-dir", "/dev/null/x"], ["--base-dir", "/dev/null"]),
+        (["--inject", "sync", "--profiler", "nsys"], ["--inject sync", "--profiler pytorch"]),
+        (["--inject", "oom"], ["--inject", "invalid choice: 'oom'"]),
     ],
 )
 def test_bad_options_fail_before_anything_runs(tmp_path, args, words):
@@ -150,6 +152,27 @@ def test_bad_options_fail_before_anything_runs(tmp_path, args, words):
         assert w in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "experiments").exists()
+
+
+@pytest.mark.parametrize(
+    "problem,kind", [("sync", "sync_point"), ("slow-input", "host_bound"), ("slow-step", "step_variance")]
+)
+def test_an_injected_problem_is_what_diagnose_finds_in_the_job_directory(tmp_path, problem, kind):
+    """``--inject``: the job's summary opens with the finding, and ``diagnose`` on its directory ranks it."""
+    args = ("--steps", "7", "--start", "2", "--end", "7", "--nproc", "1", "--inject", problem)
+    proc = run_job(recipes(*args, "--base-dir", str(tmp_path)))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    (job_dir,) = (tmp_path / "experiments" / "tiny_gpt_profiling").glob("*/tiny_gpt")
+    findings = proc.stdout.split("Findings", 1)[1].split("\n\n", 1)[0]
+    assert kind in findings, proc.stdout[-4000:]
+    diagnose = subprocess.run(
+        [sys.executable, "-m", "bridge_plugins", "diagnose", "--json", str(job_dir)], capture_output=True, text=True
+    )
+    assert diagnose.returncode == 0, diagnose.stderr
+    kinds = [f["kind"] for f in json.loads(diagnose.stdout)["findings"]]
+    assert kind in kinds, kinds
+    found = json.loads(diagnose.stdout)["findings"][kinds.index(kind)]
+    assert found["time_us_per_step"] > 0 and found["advice"], found
 
 
 def test_base_dir_that_is_a_file_is_a_clean_error(tmp_path):
