@@ -11,6 +11,8 @@ import pytest
 
 from tests.docs.site import build_site, read_page, require_sphinx
 
+pytestmark = pytest.mark.slow  # one Sphinx build of the whole site: about 25 s (scripts/docs.sh builds it by hand)
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):

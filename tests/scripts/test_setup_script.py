@@ -125,6 +125,7 @@ def test_apt_install_leaves_installed_packages_alone_and_announces_each_upgrade_
         assert len(inst) < with_recommends.count("\nInst "), "recommends are left out"
 
 
+@pytest.mark.slow  # a pip install into a scratch venv: about 30 s
 def test_the_editable_install_shows_no_setuptools_box(tmp_path):
     """setup.sh's install of this checkout (its install_checkout function), into a scratch venv with
     the pip setup.sh upgrades to: pip >= 24 passes setuptools' 'Editable installation' box through."""
