@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
 from bridge_plugins.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -146,3 +147,79 @@ def test_older_protocols_rebuild_sets_and_bytearrays(tmp_path, capsys, protocol)
     from bridge_plugins.analysis.memory.loader import load_snapshot
 
     assert load_snapshot(path) == data
+
+
+def test_the_refusal_names_the_global_and_says_why_in_full(tmp_path):
+    path = tmp_path / "snap.pickle"
+    path.write_bytes(pickle.dumps({"segments": [_Calls(exec, "1")], "device_traces": []}, protocol=4))
+    with pytest.raises(SnapshotFormatError) as e:
+        load_snapshot(path)
+    assert str(e.value) == (
+        f"{path}: refusing to load: the pickle references builtins.exec, which a CUDA memory snapshot never "
+        "holds (loading it could run code)"
+    )
+
+
+def test_the_oldest_format_a_bare_list_of_segments_becomes_the_dict(tmp_path):
+    """As torch's _memory_viz reads it: the list is the segments, and there are no traces."""
+    path = tmp_path / "old.pickle"
+    path.write_bytes(pickle.dumps([], protocol=4))
+    assert load_snapshot(path) == {"segments": [], "device_traces": []}
+    path.write_bytes(pickle.dumps({"segments": []}, protocol=4))  # no device_traces at all: none recorded
+    assert load_snapshot(path) == {"segments": [], "device_traces": []}
+
+
+def test_what_is_not_a_snapshot_is_named_by_its_type_in_full(tmp_path):
+    path = tmp_path / "n.pickle"
+    path.write_bytes(pickle.dumps(7, protocol=4))
+    with pytest.raises(SnapshotFormatError) as e:
+        load_snapshot(path)
+    assert str(e.value) == (
+        f"{path}: not a CUDA memory snapshot (a pickled int without a 'segments' list; expected the dict that "
+        "torch.cuda.memory._dump_snapshot writes)"
+    )
+
+
+def test_a_file_that_is_not_there_says_the_os_reason(tmp_path):
+    with pytest.raises(SnapshotFormatError) as e:
+        load_snapshot(tmp_path / "nope.pickle")
+    assert str(e.value) == f"{tmp_path / 'nope.pickle'}: cannot read: No such file or directory"
+
+
+def test_a_truncated_pickle_names_what_the_unpickler_raised(tmp_path):
+    path = tmp_path / "cut.pickle"
+    path.write_bytes(pickle.dumps({"segments": [1, 2, 3]}, protocol=4)[:-5])
+    with pytest.raises(SnapshotFormatError) as e:
+        load_snapshot(path)
+    assert str(e.value).startswith(f"{path}: not a readable pickle (UnpicklingError: ")
+
+
+def test_only_the_first_bytes_are_read_to_recognise_a_pickle(tmp_path, monkeypatch):
+    """The check before unpickling reads the 8-byte head, not the whole (possibly huge) file."""
+    from bridge_plugins.analysis.memory import loader
+
+    sizes: list[int | None] = []
+    real_open = loader.open_regular
+
+    class Spy:
+        def __init__(self, fh):
+            self._fh = fh
+
+        def read(self, n=-1):
+            sizes.append(n)
+            return self._fh.read(n)
+
+        def __getattr__(self, name):
+            return getattr(self._fh, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self._fh.close()
+
+    monkeypatch.setattr(loader, "open_regular", lambda path: Spy(real_open(path)))
+    path = tmp_path / "s.pickle"
+    path.write_bytes(pickle.dumps({"segments": [], "device_traces": []}, protocol=4))
+    assert load_snapshot(path)["segments"] == []
+    assert sizes[:1] == [8], sizes

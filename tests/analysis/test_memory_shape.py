@@ -143,3 +143,21 @@ def test_the_budget_counts_entries_of_every_device(tmp_path):
     size = len(pickle.dumps(data, protocol=4))
     padded = 1500 * MIN_ENTRY_BYTES - size  # room for 1500 entries: the second device's 1000 are too many
     assert "device_traces[1] holds 1,000 entries" in _error(tmp_path, data, pad=padded)
+
+
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        (_segment(blocks=[7]), "segments[0].blocks[0] is an int, not a dict"),
+        (_block(state=3), "segments[0].blocks[0].state is an int, not a str"),
+        (_block(size=-4), "segments[0].blocks[0].size is out of range (0 .. 2^63-1 expected)"),
+    ],
+)
+def test_a_block_is_checked_and_named_by_its_place(tmp_path, data, message):
+    assert _error(tmp_path, data) == PREFIX + message
+
+
+def test_a_segment_without_blocks_is_read_as_one_with_none(tmp_path):
+    data = {"segments": [{"device": 0, "total_size": 1}], "device_traces": []}
+    path, load = _load(tmp_path, data)
+    assert load(path)["segments"] == [{"device": 0, "total_size": 1}]
