@@ -49,7 +49,7 @@ from typing import cast
 from bridge_plugins.analysis.analyzers.all import analyze
 from bridge_plugins.analysis.findings.run import rank_findings
 from bridge_plugins.analysis.parallel import Workers
-from bridge_plugins.analysis.schema import Summary, TraceSummary
+from bridge_plugins.analysis.schema import Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector, Event
 from bridge_plugins.analysis.trace.per_step import per_step
@@ -71,7 +71,7 @@ def _rank(header: dict, path: Path):
     return (rank, "file name", None) if rank is not None else (None, "none (numbered in input order)", None)
 
 
-def summarize_trace(path: Path) -> TraceSummary:
+def summarize_trace(path: Path) -> TraceAsRead:
     """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
     c = Collector()
     read_trace(path, c.on_header, c.on_event, Event, c.on_records)
@@ -121,20 +121,13 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
     ``workers`` reads the traces in parallel (see analysis.parallel); the result is the same.
     """
     found = find_inputs(paths)
-    traces: list[TraceSummary] = []
+    read: list[TraceAsRead] = []
     for done in (workers or Workers()).map(summarize_trace, found.traces, TraceError):
         if done.error is None:
-            traces.append(cast(TraceSummary, done.value))
+            read.append(cast(TraceAsRead, done.value))  # what summarize_trace returned
         else:
             found.problem(done.path, done.error.removeprefix(f"{done.path}: "))
-    used = {t["rank"] for t in traces}
-    next_rank = 0
-    for t in traces:  # a trace with no rank anywhere gets the lowest free number
-        if t["rank"] is None:
-            while next_rank in used:
-                next_rank += 1
-            t["rank"] = next_rank
-            used.add(next_rank)
+    traces = numbered(read)
     traces.sort(key=lambda t: (t["rank"], t["file"]))
     memory = _memory(found.snapshots, found)
     if not traces and (memory is None or memory.get("files") == []):  # files: snapshots the memory module read
@@ -151,6 +144,22 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
     }
     summary["findings"] = rank_findings(summary)
     return with_top(summary, top)
+
+
+def numbered(read: list[TraceAsRead]) -> list[TraceSummary]:
+    """The traces with a rank each: a trace with no rank anywhere gets the lowest free number, in input order."""
+    used = {t["rank"] for t in read}
+    next_rank = 0
+    out: list[TraceSummary] = []
+    for t in read:
+        rank = t["rank"]
+        if rank is None:
+            while next_rank in used:
+                next_rank += 1
+            rank = next_rank
+            used.add(rank)
+        out.append({**t, "rank": rank})
+    return out
 
 
 def with_top(summary: Summary, top: int | None) -> Summary:

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.memory.snapshot import main_device
@@ -28,6 +28,9 @@ from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
 from bridge_plugins.analysis.report.timeline import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import Summary
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
@@ -60,7 +63,7 @@ padding:8px 12px;margin:8px 0}.alert,.problems{background:#fdecea;border-left:4p
 """
 
 
-def _overview(s: dict) -> str:
+def _overview(s: Summary) -> str:
     traces = s["traces"]
     medians = sorted(t["steps"]["median_us"] for t in traces if t["steps"]["median_us"] is not None)
     stragglers = sorted({r for g in s["cross_rank"] for r in g["stragglers"]})
@@ -81,7 +84,7 @@ def _overview(s: dict) -> str:
     return f'<div class="cards" id="overview">{cards}</div>'
 
 
-def render(summary: dict, comparison: dict | None = None, memory_comparison: dict | None = None) -> str:
+def render(summary: Summary, comparison: dict | None = None, memory_comparison: dict | None = None) -> str:
     """The page for a summary dict (``analysis.summarize``) and optional comparisons."""
     problems = summary["problems"] + ((comparison or {}).get("problems") or [])
     problems_html = ""
@@ -171,4 +174,4 @@ def build(
             now = min(new_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
             memory_comparison = compare_summaries(first, now)
     skipped = summary["problems"] + ((comparison or {}).get("problems") or [])
-    return render(cast(dict, summary), comparison, memory_comparison), skipped
+    return render(summary, comparison, memory_comparison), skipped
