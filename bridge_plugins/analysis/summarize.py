@@ -62,7 +62,8 @@ SCHEMA = "bridge-plugins.summary/1"
 SCHEMA_VERSION = 2  # bumped when a field changes meaning or goes; new fields do not bump it
 
 
-def _rank(header: dict, path: Path):
+def _rank(header: dict, path: Path) -> tuple[int | None, str, int | None]:
+    """The trace's rank, where it came from, and the world size (None where not known)."""
     info = header.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), (int, float)):
         world = info.get("world_size")
@@ -88,8 +89,8 @@ def summarize_trace(path: Path) -> TraceAsRead:
         "steps": step_stats(d.steps),
         "per_step": per_step(d, keep),
         "gpu": gpu_breakdown.breakdown(d, keep, types),
-        "top_cpu_ops": ops.ranked(ops.cpu_ops(d), "self_us"),
-        "top_gpu_kernels": ops.ranked(ops.gpu_kernels(d, keep, types), "total_us"),
+        "top_cpu_ops": ops.cpu_ops(d),
+        "top_gpu_kernels": ops.gpu_kernels(d, keep, types),
         "analyses": analyze(d, keep, types),
     }
 
