@@ -9,10 +9,7 @@ report_svg for the charts and report_traces / report_memory / report_compare for
 from __future__ import annotations
 
 import datetime
-import errno
-import os
 import statistics
-import tempfile
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
@@ -28,6 +25,7 @@ from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
 from bridge_plugins.analysis.report.timeline import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
+from bridge_plugins.jobdir.atomic_write import write_text_atomically
 
 if TYPE_CHECKING:
     from bridge_plugins.analysis.schema import Summary
@@ -122,28 +120,9 @@ def render(summary: Summary, comparison: dict | None = None, memory_comparison: 
 
 
 def write_report(html: str, out: str | Path, replace: bool = True) -> Path:
-    """Write atomically (a reader never sees half a file); returns the path. With ``replace=False``
-    an existing ``out`` is left alone: FileExistsError (a hard link publishes, never overwrites)."""
-    out = Path(out)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(html)
-        os.chmod(tmp, 0o644)
-        if replace:
-            os.replace(tmp, out)
-        else:
-            try:
-                os.link(tmp, out)
-            except FileExistsError:
-                raise
-            except OSError:  # a file system without hard links: check, then rename
-                if os.path.lexists(out):
-                    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(out)) from None
-                os.rename(tmp, out)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return out
+    """Write atomically (a reader never sees half a file; jobdir.atomic_write); returns the path. With
+    ``replace=False`` an existing ``out`` is left alone: FileExistsError."""
+    return write_text_atomically(Path(out), html, replace=replace, mode=0o644)
 
 
 def build(
