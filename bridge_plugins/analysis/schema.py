@@ -86,5 +86,5 @@ class Summary(TypedDict):
     findings: list[Finding]
     traces: list[TraceSummary]
     cross_rank: list[dict]  # stragglers.cross_rank
-    memory: dict | None  # memory.snapshot.summarize_snapshots, merged
+    memory: dict | None  # memory.snapshot.memory_entry, merged
     problems: list[dict[str, str]]

@@ -1,8 +1,8 @@
-"""``summarize(paths)``: every figure of ``bridge-plugins summary``, as one JSON-ready dict.
+"""``summarize(paths)``: every figure of ``bridge-plugins summary``, as one typed Summary (analysis.schema).
 
 Schema (``"schema": "bridge-plugins.summary/1"``, ``"schema_version": 2``; times in microseconds,
 floats; None where a figure does not apply). The terminal tables, the HTML report and ``compare``
-all read this dict. Version 2 adds ``findings`` (typed Finding objects) and, per trace, ``analyses``
+all read this Summary. Version 2 adds ``findings`` (typed Finding objects) and, per trace, ``analyses``
 (a typed TraceAnalyses): docs/analysis-schema.md. Version-1 fields::
 
     {
@@ -31,7 +31,7 @@ all read this dict. Version 2 adds ``findings`` (typed Finding objects) and, per
                     "straggler": bool, "straggler_reasons": ["step" | "computation"], "waiting": bool}],
          "stragglers": [int], "waiting": [int]}
       ],
-      "memory": None | {"snapshots": [str], ...},  # see _memory(); filled by analysis.memory if present
+      "memory": None | {"snapshots": [str], "files": [...]},  # each file: memory.snapshot.snapshot_figures + "rank"
       "problems": [{"file": str, "error": str}],   # files skipped, one line each
     }
 
@@ -41,7 +41,6 @@ See gpu_breakdown (the split and its definitions), stragglers (who is one), step
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
@@ -96,22 +95,15 @@ def summarize_trace(path: Path) -> TraceAsRead:
 
 
 def _memory(snapshots: list[Path], found: Inputs) -> dict | None:
-    """Hook for the memory analysis (bridge_plugins.analysis.memory.snapshot), used when that module exists.
-
-    It is called as ``memory.summarize_snapshots(paths) -> dict`` and its dict is merged in; a
-    snapshot it cannot read must be reported by it in the returned ``problems`` list.
-    """
+    """The ``memory`` entry: the snapshots given and each one's figures (memory.snapshot.memory_entry);
+    a snapshot that cannot be read goes to ``found``'s problems."""
     if not snapshots:
         return None
-    out: dict = {"snapshots": [str(p) for p in snapshots]}
-    try:
-        memory = importlib.import_module("bridge_plugins.analysis.memory.snapshot")
-    except ImportError:
-        return out
-    result = memory.summarize_snapshots(snapshots)
+    from bridge_plugins.analysis.memory.snapshot import memory_entry  # imported only when there are snapshots
+
+    result = memory_entry(snapshots)
     found.problems.extend(result.pop("problems", []))
-    out.update(result)
-    return out
+    return {"snapshots": [str(p) for p in snapshots], **result}
 
 
 def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Workers | None = None) -> Summary:

@@ -23,14 +23,14 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bridge_plugins.analysis.memory.compare import compare_summaries
-    from bridge_plugins.analysis.memory.snapshot import summarize_snapshot
-    from bridge_plugins.analysis.text.memory import render_compare, render_summary
+    from bridge_plugins.analysis.memory.compare import compare_snapshot_figures
+    from bridge_plugins.analysis.memory.snapshot import snapshot_figures
+    from bridge_plugins.analysis.text.memory import render_compare, render_snapshot_figures
 
     if args.compare:  # a snapshot that cannot be read: AnalysisInputError, one line and exit 2 (cli.main)
-        result = compare_summaries(summarize_snapshot(args.snapshot, None), summarize_snapshot(args.compare, None))
+        result = compare_snapshot_figures(snapshot_figures(args.snapshot, None), snapshot_figures(args.compare, None))
         text: Callable[[dict], str] = render_compare
     else:
-        result, text = summarize_snapshot(args.snapshot), render_summary
+        result, text = snapshot_figures(args.snapshot), render_snapshot_figures
     print(json.dumps(result, indent=1) if args.json else text(result))
     return 0

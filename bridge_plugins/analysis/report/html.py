@@ -135,7 +135,7 @@ def build(
     Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read.
     ``workers`` (analysis.parallel.Workers) reads the traces in parallel."""
     from bridge_plugins.analysis.compare import compare_runs
-    from bridge_plugins.analysis.memory.compare import compare_summaries
+    from bridge_plugins.analysis.memory.compare import compare_snapshot_figures
     from bridge_plugins.analysis.summarize import summarize, with_top
 
     everything = summarize(
@@ -151,6 +151,6 @@ def build(
         if base_mem and new_mem:
             first = min(base_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
             now = min(new_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
-            memory_comparison = compare_summaries(first, now)
+            memory_comparison = compare_snapshot_figures(first, now)
     skipped = summary["problems"] + ((comparison or {}).get("problems") or [])
     return render(summary, comparison, memory_comparison), skipped
