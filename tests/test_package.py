@@ -35,3 +35,17 @@ def test_analysis_modules_are_not_shadowed_by_functions():
 def test_nothing_loose_at_the_top_of_the_package():
     loose = sorted(p.name for p in (ROOT / "bridge_plugins").glob("*.py"))
     assert loose == ["__init__.py", "__main__.py"], loose
+
+
+def test_the_old_snapshot_names_still_import():
+    """A snapshot's figures were called a summary; the renamed functions keep their old names too."""
+    from bridge_plugins.analysis.memory.compare import compare_snapshot_figures, compare_summaries
+    from bridge_plugins.analysis.memory.snapshot import (
+        memory_entry,
+        snapshot_figures,
+        summarize_snapshot,
+        summarize_snapshots,
+    )
+
+    assert summarize_snapshot is snapshot_figures and summarize_snapshots is memory_entry
+    assert compare_summaries is compare_snapshot_figures

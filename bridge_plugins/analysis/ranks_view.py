@@ -10,8 +10,14 @@ terminal and the page show the same figures.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import GpuBreakdown, Summary, TraceSummary
 
 MANY_RANKS = 32
 """From this many traces on, summary and report show the many-ranks view."""
@@ -21,7 +27,7 @@ MAX_COLUMNS = 20
 """... and at most this many step columns (more steps share a column, again by their maximum)."""
 
 
-def is_many(summary: dict) -> bool:
+def is_many(summary: Summary) -> bool:
     return len(summary["traces"]) >= MANY_RANKS
 
 
@@ -47,7 +53,7 @@ def _max(values: Iterable[float | None]) -> float | None:
     return max(present) if present else None
 
 
-def grid(traces: list[dict], key: str) -> Grid:
+def grid(traces: Sequence[TraceSummary], key: str) -> Grid:
     """The ``per_step`` figure ``key`` ("time_us" or "gpu_idle_share") of every trace, by rank then
     step, folded to at most MAX_ROWS x MAX_COLUMNS cells by the maximum (the worst shows)."""
     steps = sorted({p["step"] for t in traces for p in t.get("per_step", [])})
@@ -106,39 +112,36 @@ def spread(label: str, by_rank: list[tuple[int, float | None]]) -> Spread | None
     )
 
 
-def spreads(summary: dict) -> list[Spread]:
+def _shares(g: GpuBreakdown | None) -> dict[str, float] | None:
+    """Each GPU part's share of the span; None without GPU time."""
+    if not g or not g["span_us"]:
+        return None
+    return {part: us / g["span_us"] for part, us in parts_us(g).items()}
+
+
+def spreads(summary: Summary) -> list[Spread]:
     """Median step time, and each GPU share of the span, across the traces."""
     traces = summary["traces"]
     out = [spread("median step time (us)", [(t["rank"], t["steps"]["median_us"]) for t in traces])]
-    for part in ("computation", "communication", "memory", "idle"):
-        out.append(
-            spread(
-                f"GPU {part} share",
-                [
-                    (
-                        t["rank"],
-                        t["gpu"][f"{part}_us"] / t["gpu"]["span_us"] if t["gpu"] and t["gpu"]["span_us"] else None,
-                    )
-                    for t in traces
-                ],
-            )
-        )
+    shares = [(t["rank"], _shares(t["gpu"])) for t in traces]
+    for part in PARTS:
+        out.append(spread(f"GPU {part} share", [(rank, share[part] if share else None) for rank, share in shares]))
     return [s for s in out if s is not None]
 
 
-def stragglers(summary: dict) -> list[dict]:
+def stragglers(summary: Summary) -> list[dict]:
     """The cross-rank rows of the stragglers, most behind first (by step, then computation excess)."""
     rows = [r for g in summary["cross_rank"] for r in g["ranks"] if r["straggler"]]
     return sorted(rows, key=lambda r: (-(r["step_vs_median"] or 0.0), -(r["computation_vs_median"] or 0.0), r["rank"]))
 
 
-def waiting_count(summary: dict) -> int:
+def waiting_count(summary: Summary) -> int:
     return sum(len(g["waiting"]) for g in summary["cross_rank"])
 
 
-def detail(summary: dict, most: int = 3) -> list[dict]:
+def detail(summary: Summary, most: int = 3) -> list[TraceSummary]:
     """The traces worth opening: the worst stragglers, else the lowest rank."""
-    by_rank: dict = {}
+    by_rank: dict[int, TraceSummary] = {}
     for t in summary["traces"]:
         by_rank.setdefault(t["rank"], t)
     chosen = [by_rank[r["rank"]] for r in stragglers(summary)[:most] if r["rank"] in by_rank]

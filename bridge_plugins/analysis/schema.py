@@ -46,9 +46,10 @@ class KernelRow(TypedDict):
     calls: int
 
 
-class TraceSummary(TypedDict):
+class _TraceFigures(TypedDict):
+    """A trace's figures, every field but ``rank``."""
+
     file: str
-    rank: int | None  # None only until summarize numbers the traces with no rank
     rank_source: str
     world_size: int | None
     events: int
@@ -58,6 +59,19 @@ class TraceSummary(TypedDict):
     top_gpu_kernels: list[KernelRow]
     analyses: TraceAnalyses
     per_step: list[dict]  # per ProfilerStep: step time and GPU idle share (the many-ranks heatmaps)
+
+
+class TraceAsRead(_TraceFigures):
+    """One trace as its file gives it: ``rank`` is None where neither the trace nor its name has one."""
+
+    rank: int | None
+
+
+class TraceSummary(_TraceFigures):
+    """One trace of a Summary: numbered, so ``rank`` is always known (summarize gives a trace with
+    no rank the lowest free number). The findings and every renderer read this type."""
+
+    rank: int
 
 
 class Problem(TypedDict):
@@ -72,5 +86,5 @@ class Summary(TypedDict):
     findings: list[Finding]
     traces: list[TraceSummary]
     cross_rank: list[dict]  # stragglers.cross_rank
-    memory: dict | None  # memory.snapshot.summarize_snapshots, merged
+    memory: dict | None  # memory.snapshot.memory_entry, merged
     problems: list[dict[str, str]]

@@ -1,8 +1,8 @@
-"""``summarize(paths)``: every figure of ``bridge-plugins summary``, as one JSON-ready dict.
+"""``summarize(paths)``: every figure of ``bridge-plugins summary``, as one typed Summary (analysis.schema).
 
 Schema (``"schema": "bridge-plugins.summary/1"``, ``"schema_version": 2``; times in microseconds,
 floats; None where a figure does not apply). The terminal tables, the HTML report and ``compare``
-all read this dict. Version 2 adds ``findings`` (typed Finding objects) and, per trace, ``analyses``
+all read this Summary. Version 2 adds ``findings`` (typed Finding objects) and, per trace, ``analyses``
 (a typed TraceAnalyses): docs/analysis-schema.md. Version-1 fields::
 
     {
@@ -31,7 +31,7 @@ all read this dict. Version 2 adds ``findings`` (typed Finding objects) and, per
                     "straggler": bool, "straggler_reasons": ["step" | "computation"], "waiting": bool}],
          "stragglers": [int], "waiting": [int]}
       ],
-      "memory": None | {"snapshots": [str], ...},  # see _memory(); filled by analysis.memory if present
+      "memory": None | {"snapshots": [str], "files": [...]},  # each file: memory.snapshot.snapshot_figures + "rank"
       "problems": [{"file": str, "error": str}],   # files skipped, one line each
     }
 
@@ -41,7 +41,6 @@ See gpu_breakdown (the split and its definitions), stragglers (who is one), step
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
@@ -49,7 +48,7 @@ from typing import cast
 from bridge_plugins.analysis.analyzers.all import analyze
 from bridge_plugins.analysis.findings.run import rank_findings
 from bridge_plugins.analysis.parallel import Workers
-from bridge_plugins.analysis.schema import Summary, TraceSummary
+from bridge_plugins.analysis.schema import Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector, Event
 from bridge_plugins.analysis.trace.per_step import per_step
@@ -62,7 +61,8 @@ SCHEMA = "bridge-plugins.summary/1"
 SCHEMA_VERSION = 2  # bumped when a field changes meaning or goes; new fields do not bump it
 
 
-def _rank(header: dict, path: Path):
+def _rank(header: dict, path: Path) -> tuple[int | None, str, int | None]:
+    """The trace's rank, where it came from, and the world size (None where not known)."""
     info = header.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), (int, float)):
         world = info.get("world_size")
@@ -71,7 +71,7 @@ def _rank(header: dict, path: Path):
     return (rank, "file name", None) if rank is not None else (None, "none (numbered in input order)", None)
 
 
-def summarize_trace(path: Path) -> TraceSummary:
+def summarize_trace(path: Path) -> TraceAsRead:
     """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
     c = Collector()
     read_trace(path, c.on_header, c.on_event, Event, c.on_records)
@@ -88,29 +88,22 @@ def summarize_trace(path: Path) -> TraceSummary:
         "steps": step_stats(d.steps),
         "per_step": per_step(d, keep),
         "gpu": gpu_breakdown.breakdown(d, keep, types),
-        "top_cpu_ops": ops.ranked(ops.cpu_ops(d), "self_us"),
-        "top_gpu_kernels": ops.ranked(ops.gpu_kernels(d, keep, types), "total_us"),
+        "top_cpu_ops": ops.cpu_ops(d),
+        "top_gpu_kernels": ops.gpu_kernels(d, keep, types),
         "analyses": analyze(d, keep, types),
     }
 
 
 def _memory(snapshots: list[Path], found: Inputs) -> dict | None:
-    """Hook for the memory analysis (bridge_plugins.analysis.memory.snapshot), used when that module exists.
-
-    It is called as ``memory.summarize_snapshots(paths) -> dict`` and its dict is merged in; a
-    snapshot it cannot read must be reported by it in the returned ``problems`` list.
-    """
+    """The ``memory`` entry: the snapshots given and each one's figures (memory.snapshot.memory_entry);
+    a snapshot that cannot be read goes to ``found``'s problems."""
     if not snapshots:
         return None
-    out: dict = {"snapshots": [str(p) for p in snapshots]}
-    try:
-        memory = importlib.import_module("bridge_plugins.analysis.memory.snapshot")
-    except ImportError:
-        return out
-    result = memory.summarize_snapshots(snapshots)
+    from bridge_plugins.analysis.memory.snapshot import memory_entry  # imported only when there are snapshots
+
+    result = memory_entry(snapshots)
     found.problems.extend(result.pop("problems", []))
-    out.update(result)
-    return out
+    return {"snapshots": [str(p) for p in snapshots], **result}
 
 
 def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Workers | None = None) -> Summary:
@@ -121,20 +114,13 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
     ``workers`` reads the traces in parallel (see analysis.parallel); the result is the same.
     """
     found = find_inputs(paths)
-    traces: list[TraceSummary] = []
+    read: list[TraceAsRead] = []
     for done in (workers or Workers()).map(summarize_trace, found.traces, TraceError):
         if done.error is None:
-            traces.append(cast(TraceSummary, done.value))
+            read.append(cast(TraceAsRead, done.value))  # what summarize_trace returned
         else:
             found.problem(done.path, done.error.removeprefix(f"{done.path}: "))
-    used = {t["rank"] for t in traces}
-    next_rank = 0
-    for t in traces:  # a trace with no rank anywhere gets the lowest free number
-        if t["rank"] is None:
-            while next_rank in used:
-                next_rank += 1
-            t["rank"] = next_rank
-            used.add(next_rank)
+    traces = numbered(read)
     traces.sort(key=lambda t: (t["rank"], t["file"]))
     memory = _memory(found.snapshots, found)
     if not traces and (memory is None or memory.get("files") == []):  # files: snapshots the memory module read
@@ -151,6 +137,22 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
     }
     summary["findings"] = rank_findings(summary)
     return with_top(summary, top)
+
+
+def numbered(read: list[TraceAsRead]) -> list[TraceSummary]:
+    """The traces with a rank each: a trace with no rank anywhere gets the lowest free number, in input order."""
+    used = {t["rank"] for t in read}
+    next_rank = 0
+    out: list[TraceSummary] = []
+    for t in read:
+        rank = t["rank"]
+        if rank is None:
+            while next_rank in used:
+                next_rank += 1
+            rank = next_rank
+            used.add(rank)
+        out.append({**t, "rank": rank})
+    return out
 
 
 def with_top(summary: Summary, top: int | None) -> Summary:

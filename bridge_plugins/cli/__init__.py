@@ -14,6 +14,7 @@ import importlib
 import sys
 
 import bridge_plugins
+from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.analysis.parallel import ClusterUnavailable, Workers, usable_cpus
 
 SUBCOMMANDS = ["summary", "diagnose", "compare", "memory", "report", "trigger"]
@@ -92,10 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
-    except UsageError as e:
-        print(f"bridge-plugins {args.command}: error: {e}", file=sys.stderr)
-        return 2
-    except ClusterUnavailable as e:
+    except (UsageError, ClusterUnavailable, AnalysisInputError) as e:  # AnalysisInputError: a trace or snapshot
         print(f"bridge-plugins {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

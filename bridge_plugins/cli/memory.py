@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from bridge_plugins.cli import UsageError
-
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -25,18 +23,14 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bridge_plugins.analysis.memory.compare import compare_summaries
-    from bridge_plugins.analysis.memory.loader import SnapshotFormatError
-    from bridge_plugins.analysis.memory.snapshot import summarize_snapshot
-    from bridge_plugins.analysis.text.memory import render_compare, render_summary
+    from bridge_plugins.analysis.memory.compare import compare_snapshot_figures
+    from bridge_plugins.analysis.memory.snapshot import snapshot_figures
+    from bridge_plugins.analysis.text.memory import render_compare, render_snapshot_figures
 
-    try:
-        if args.compare:
-            result = compare_summaries(summarize_snapshot(args.snapshot, None), summarize_snapshot(args.compare, None))
-            text: Callable[[dict], str] = render_compare
-        else:
-            result, text = summarize_snapshot(args.snapshot), render_summary
-    except SnapshotFormatError as e:
-        raise UsageError(str(e)) from None
+    if args.compare:  # a snapshot that cannot be read: AnalysisInputError, one line and exit 2 (cli.main)
+        result = compare_snapshot_figures(snapshot_figures(args.snapshot, None), snapshot_figures(args.compare, None))
+        text: Callable[[dict], str] = render_compare
+    else:
+        result, text = snapshot_figures(args.snapshot), render_snapshot_figures
     print(json.dumps(result, indent=1) if args.json else text(result))
     return 0

@@ -7,7 +7,6 @@ line each, on stderr and in the JSON's ``problems``); 2 when nothing could be re
 from __future__ import annotations
 
 import sys
-from typing import cast
 
 from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import summarize, without_timelines
@@ -53,6 +52,6 @@ def run(args) -> int:
     if args.json:
         print(dumps(s if args.timelines else without_timelines(s)))
     else:
-        print_summary(cast(dict, s), console())
+        print_summary(s, console())
     print_problems(s["problems"], "summary")
     return 0

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from bridge_plugins.config.profiling import is_int
+from bridge_plugins.jobdir.atomic_write import write_text_atomically
 from bridge_plugins.jobdir.on_demand_files import MAX_FILE_BYTES as MAX_FILE_BYTES  # re-exported: part of the protocol
-from bridge_plugins.jobdir.on_demand_files import PathLike, ProtocolError, read_json_file, write_hidden_tmp
+from bridge_plugins.jobdir.on_demand_files import PathLike, ProtocolError, read_json_file
 from bridge_plugins.jobdir.own_dirs import real_dir_below
 
 ON_DEMAND_DIR = "on_demand"
@@ -197,12 +198,8 @@ def read_progress(output_dir: PathLike) -> Progress:
 def write_progress(output_dir: PathLike, progress: Progress) -> None:
     """Replace progress.json atomically (a reader sees the old or the new file, never a half).
     No fsync: it is rewritten every poll interval and worthless after a crash."""
-    tmp = write_hidden_tmp(output_dir, on_demand_dir(output_dir), json.dumps(asdict(progress)), durable=False)
-    try:
-        os.replace(tmp, progress_path(output_dir))
-    except BaseException:  # something in the way: leave no temp file behind (this runs every poll)
-        tmp.unlink(missing_ok=True)
-        raise
+    real_dir_below(output_dir, on_demand_dir(output_dir))
+    write_text_atomically(progress_path(output_dir), json.dumps(asdict(progress)), replace=True, durable=False)
 
 
 def new_progress(**fields: Any) -> Progress:
@@ -218,17 +215,15 @@ def publish_request(output_dir: PathLike, start: int, end: int, ranks: Sequence[
     directory = requests_dir(output_dir)
     ids = [int(m.group(1)) for n, _ in list_requests(output_dir, create=True) if (m := _REQUEST_NAME.match(n))]
     rid = max(ids, default=0) + 1
+    real_dir_below(output_dir, directory)
     for _ in range(1000):
         req = Request(rid, start, end, tuple(ranks), memory, time.time())
         text = json.dumps({**asdict(req), "ranks": list(req.ranks)})
-        tmp = write_hidden_tmp(output_dir, directory, text, durable=True)
         try:
-            os.link(tmp, directory / f"{rid}.json")
+            write_text_atomically(directory / f"{rid}.json", text, replace=False)
             return req
         except FileExistsError:
             rid += 1
-        finally:
-            tmp.unlink()
     raise OSError(f"no free request id in {directory}")
 
 

@@ -1,19 +1,17 @@
-"""The file mechanics under the on-demand protocol: read a file anyone may have put there, publish
-one that no reader sees half-written.
+"""Reading the on-demand protocol's files: a file anyone may have put there is read only if it is
+a small regular file (no symlink, no FIFO) holding a JSON object.
 
-A request or progress file is read only if it is a small regular file (no symlink, no FIFO), and
-every file is written under a hidden temporary name, then moved or linked into place, in a real
-directory below output_dir (``own_dirs``). Why: docs/guarantees.md. Standard library only.
+They are written with the one atomic write (``atomic_write``), in a real directory below output_dir
+(``own_dirs``). Why: docs/guarantees.md. Standard library only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
-from bridge_plugins.jobdir.own_dirs import PathLike, real_dir_below
+from bridge_plugins.jobdir.own_dirs import PathLike
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
 MAX_FILE_BYTES = 64 * 1024
@@ -48,21 +46,3 @@ def read_json_file(path: PathLike) -> dict:
     if not isinstance(data, dict):
         raise ProtocolError(f"{path} holds a JSON {type(data).__name__}, not an object")
     return data
-
-
-def write_hidden_tmp(output_dir: PathLike, directory: Path, text: str, durable: bool) -> Path:
-    """Write ``text`` to a new hidden file in ``directory`` (below ``output_dir``; readers skip hidden
-    names); the caller moves or links it into place. ``durable`` fsyncs it first, for a file that
-    must survive a crash."""
-    real_dir_below(output_dir, directory)
-    tmp = directory / f".tmp.{os.getpid()}.{time.monotonic_ns()}"
-    try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            f.write(text)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-    except BaseException:  # a full disk: leave nothing behind (this runs every poll)
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp

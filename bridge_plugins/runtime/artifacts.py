@@ -1,8 +1,9 @@
 """Artifact writing: staged privately, checked, published atomically, never overwriting.
 
-Each file is made in a fresh private staging directory beside its target (``mkdtemp``), checked
-complete (``verify``), fsynced and published with ``os.link``, which never replaces anything: a
-reader never sees a truncated file, and a restarted job gets ``<name>.1<suffix>``. The target
+Each file is made in a fresh private staging directory beside its target, checked complete
+(``verify``), fsynced and published with ``os.link``, which never replaces anything (the one atomic
+write, ``jobdir.atomic_write``): a reader never sees a truncated file, and a restarted job gets
+``<name>.1<suffix>``. The target
 directory must be a real one (``own_dirs``). Why and against whom: docs/guarantees.md.
 """
 
@@ -10,14 +11,12 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bridge_plugins.jobdir.atomic_write import NotWrittenWhole, StagedFile
 from bridge_plugins.jobdir.own_dirs import UnsafeDirectoryError, real_dir_below, same_dir
 
 log = logging.getLogger("bridge_plugins")
@@ -36,13 +35,13 @@ class ArtifactWriter:
         """The user's output_dir (set at controller entry): the directories we make below it must be
         real ones (``own_dirs``). None: every target directory is taken as the user's own choice."""
 
-    def stage(self, what: str, directory: Path, stem: str, suffix: str) -> Path:
+    def stage(self, what: str, directory: Path, stem: str, suffix: str) -> StagedFile:
         """Create the target directory if needed and a private staging directory inside it."""
         with _errors(what, directory / f"{stem}{suffix}"):
             checked = self._real_dir(directory)
-            staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", suffix=".tmp", dir=directory))
-            _check_inside(staging, checked)
-            return staging
+            staged = StagedFile(directory, stem, suffix)
+            _check_inside(staged, checked)
+            return staged
 
     def _real_dir(self, directory: Path, create: bool = True) -> os.stat_result:
         return real_dir_below(self.root or directory, directory, create)
@@ -68,7 +67,7 @@ class ArtifactWriter:
     def publish(
         self,
         what: str,
-        staging: Path,
+        staged: StagedFile,
         directory: Path,
         stem: str,
         suffix: str,
@@ -78,37 +77,28 @@ class ArtifactWriter:
         """Like ``write``, for a staging directory made earlier with ``stage`` (a backend that
         records into it over the window); the staging directory is removed in every case."""
         t0 = time.perf_counter()
-        try:
-            with _errors(what, directory / f"{stem}{suffix}"):
-                tmp = staging / f".partial{suffix}"  # never taken for an artifact, even by a recursive reader
-                produce(str(tmp))
-                st = os.lstat(tmp)
-                if not stat.S_ISREG(st.st_mode):
-                    raise ArtifactError(f"{tmp} is not a regular file")
-                if check is not None:
-                    check(str(tmp))
-                fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                _check_inside(staging, self._real_dir(directory, create=False))  # not swapped meanwhile
-                final = _link_free_name(tmp, directory, stem, suffix)
-                got = os.lstat(final)
-                if not stat.S_ISREG(got.st_mode) or (got.st_dev, got.st_ino) != (st.st_dev, st.st_ino):
-                    raise ArtifactError(f"{final} is not the file that was written (replaced while publishing)")
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        with staged, _errors(what, directory / f"{stem}{suffix}"):
+            produce(str(staged.path))
+            staged.regular_stat()  # before check() reads it: never follow what the producer left
+            if check is not None:
+                check(str(staged.path))
+            _check_inside(staged, self._real_dir(directory, create=False))  # not swapped meanwhile
+            names = (directory / (f"{stem}{suffix}" if n == 0 else f"{stem}.{n}{suffix}") for n in range(10_000))
+            try:
+                final = staged.publish(names)  # fsynced, linked to a free name: never replaces
+            except FileExistsError:
+                raise ArtifactError(f"no free name for {stem}{suffix} in {directory}") from None
+        size = os.lstat(final).st_size
         self.paths.append(final)
-        log.info("wrote %s %s (%s) in %.2f s", what, final, human_size(got.st_size), time.perf_counter() - t0)
+        log.info("wrote %s %s (%s) in %.2f s", what, final, human_size(size), time.perf_counter() - t0)
         return final
 
 
-def _check_inside(staging: Path, checked: os.stat_result) -> None:
+def _check_inside(staged: StagedFile, checked: os.stat_result) -> None:
     """The staging directory is in the directory just checked: not swapped for a symlink meanwhile."""
-    if not same_dir(os.stat(staging / ".."), checked):
-        shutil.rmtree(staging, ignore_errors=True)
-        raise UnsafeDirectoryError(f"{staging.parent} was replaced while in use (a symlink swapped in?)")
+    if not same_dir(os.stat(staged.staging / ".."), checked):
+        staged.discard()
+        raise UnsafeDirectoryError(f"{staged.staging.parent} was replaced while in use (a symlink swapped in?)")
 
 
 @contextmanager
@@ -116,31 +106,13 @@ def _errors(what: str, final: Path) -> Iterator[None]:
     """Name the file in every failure (a full disk says only 'No space left on device')."""
     try:
         yield
-    except (ArtifactError, UnsafeDirectoryError) as e:
+    except (ArtifactError, UnsafeDirectoryError, NotWrittenWhole) as e:
         raise ArtifactError(f"{what} {final} was not written: {e}") from e
     except Exception as e:
         raise ArtifactError(f"{what} {final} was not written: {type(e).__name__}: {e}") from e
     except BaseException as e:  # KeyboardInterrupt, SystemExit: say what is lost, then let it go on
         log.error("%s %s was not written: interrupted by %s", what, final, type(e).__name__)
         raise
-
-
-def _link_free_name(tmp: Path, directory: Path, stem: str, suffix: str) -> Path:
-    for n in range(10_000):
-        final = directory / (f"{stem}{suffix}" if n == 0 else f"{stem}.{n}{suffix}")
-        try:
-            os.link(tmp, final, follow_symlinks=False)  # never replaces, never follows a planted link
-            return final
-        except FileExistsError:
-            continue
-        except OSError:
-            # File systems without hard links: rename is atomic but may replace, so check first
-            # (lexists: a dangling symlink counts as taken).
-            if os.path.lexists(final):
-                continue
-            os.rename(tmp, final)
-            return final
-    raise ArtifactError(f"no free name for {stem}{suffix} in {directory}")
 
 
 def human_size(n: float) -> str:

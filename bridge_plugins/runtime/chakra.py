@@ -10,11 +10,10 @@ records into a private staging directory and is published like the Kineto trace,
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 
 from torch.profiler import ExecutionTraceObserver
 
+from bridge_plugins.jobdir.atomic_write import StagedFile
 from bridge_plugins.jobdir.names import CHAKRA_TRACE_SUFFIX, TORCH_TRACE_DIR, torch_trace_stem
 from bridge_plugins.runtime.backend import Backend, BackendContext
 from bridge_plugins.runtime.verify import EXECUTION_TRACE_FOOTER, check_json_complete
@@ -29,11 +28,11 @@ class ChakraBackend(Backend):
         super().__init__(ctx)
         self.trace_dir = ctx.output_dir / TORCH_TRACE_DIR
         self.observer: ExecutionTraceObserver | None = None
-        self.staging: Path | None = None
+        self.staging: StagedFile | None = None
 
     def window_begin(self, step: int) -> None:
         self.staging = self.ctx.writer.stage(WHAT, self.trace_dir, f"rank{self.rank}_chakra", CHAKRA_TRACE_SUFFIX)
-        self._recording = self.staging / "execution_trace.json"
+        self._recording = self.staging.staging / "execution_trace.json"
         self.observer = ExecutionTraceObserver().register_callback(str(self._recording))
         self.observer.start()
 
@@ -65,5 +64,5 @@ class ChakraBackend(Backend):
             observer.stop()
             observer.unregister_callback()
         if self.staging is not None:
-            shutil.rmtree(self.staging, ignore_errors=True)
+            self.staging.discard()
             self.staging = None

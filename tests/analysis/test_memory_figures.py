@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge_plugins.analysis.memory.snapshot import summarize_snapshot
+from bridge_plugins.analysis.memory.snapshot import snapshot_figures
 from bridge_plugins.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -35,7 +35,7 @@ def _device(summary):
 
 
 def test_peaks_end_and_when():
-    dev = _device(summarize_snapshot(SCHEMA))
+    dev = _device(snapshot_figures(SCHEMA))
     assert (dev["peak_allocated"], dev["end_allocated"]) == (PEAK, END)
     assert (dev["peak_reserved"], dev["end_reserved"]) == (80 * MiB, 60 * MiB)  # 4 segments, then empty_cache
     assert dev["peak"]["site"] == SITES["bwd"] and dev["peak"]["size"] == GRAD
@@ -56,7 +56,7 @@ def test_peaks_end_and_when():
 
 
 def test_sites_at_peak_and_at_end():
-    dev = _device(summarize_snapshot(SCHEMA))
+    dev = _device(snapshot_figures(SCHEMA))
     at_peak = {r["site"]: (r["bytes"], r["count"]) for r in dev["sites_at_peak"]}
     assert at_peak == {
         SITES["optim"]: (3 * OPTIM, 3),
@@ -71,7 +71,7 @@ def test_sites_at_peak_and_at_end():
 
 
 def test_segments():
-    seg = summarize_snapshot(SCHEMA)["segments"]
+    seg = snapshot_figures(SCHEMA)["segments"]
     assert (seg["count"], seg["reserved"], seg["requested"]) == (3, 60 * MiB, END)
     assert seg["free_internal"] == sum(-(-s // 512) * 512 - s for s in [PARAM] * 3 + [OPTIM] * 3 + [MiB, MiB + 1])
     assert seg["reserved"] == seg["requested"] + seg["free_internal"] + seg["free_external"]
@@ -82,11 +82,11 @@ def test_segments():
 def test_a_trace_that_starts_late_infers_what_was_already_there(tmp_path, cut):
     """max_entries keeps only the newest events: the figures after the cut must not change."""
     data = pickle.loads(SCHEMA.read_bytes())
-    full = _device(summarize_snapshot(SCHEMA))
+    full = _device(snapshot_figures(SCHEMA))
     data["device_traces"][0] = data["device_traces"][0][cut:]
     late = tmp_path / "late.pickle"
     late.write_bytes(pickle.dumps(data, protocol=4))
-    dev = _device(summarize_snapshot(late))
+    dev = _device(snapshot_figures(late))
     assert (dev["peak_allocated"], dev["end_allocated"], dev["end_reserved"]) == (PEAK, END, 60 * MiB)
     assert dev["peak"]["index"] == full["peak"]["index"] - cut
     assert dev["sites_at_peak"] == full["sites_at_peak"]

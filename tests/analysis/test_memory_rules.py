@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 
-from bridge_plugins.analysis.memory.snapshot import summarize_snapshot
+from bridge_plugins.analysis.memory.snapshot import snapshot_figures
 
 FR = [{"filename": "/job/train.py", "line": 7, "name": "step"}]
 
@@ -21,7 +21,7 @@ def _ev(action, addr, size, t=None, device_free=None):
 def _summary(tmp_path, segments, traces):
     p = tmp_path / "s.pickle"
     p.write_bytes(pickle.dumps({"segments": segments, "device_traces": traces}, protocol=4))
-    return summarize_snapshot(p)
+    return snapshot_figures(p)
 
 
 def _seg(device, address, total, blocks):

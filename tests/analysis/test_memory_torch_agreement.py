@@ -20,7 +20,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch.cuda import _memory_viz  # noqa: E402
 
-from bridge_plugins.analysis.memory.snapshot import summarize_snapshot  # noqa: E402
+from bridge_plugins.analysis.memory.snapshot import snapshot_figures  # noqa: E402
 from bridge_plugins.analysis.memory.timeline import replay  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -37,7 +37,7 @@ def test_segment_totals_equal_torch_segsum():
     path = FIXTURES / "memory_schema.pickle"
     text = _memory_viz.segsum(pickle.loads(path.read_bytes()))
     torch_says = dict(re.findall(r"^(segments|total_reserved|total_allocated|total_free): (\S+)", text, re.M))
-    seg = summarize_snapshot(path)["segments"]
+    seg = snapshot_figures(path)["segments"]
     ours = {
         "segments": str(seg["count"]),
         "total_reserved": repr(_memory_viz.Bytes(seg["reserved"])),
@@ -55,7 +55,7 @@ def test_leak_candidates_equal_torch_unfreed_allocations(path):
     replayed = replay(data["device_traces"][0], data["segments"], 0)
     assert unfreed and sorted((a.addr, a.size) for a in replayed.live_at_end if a.index >= 0) == unfreed
     # the summary's leak table adds what predates the trace to exactly these
-    (dev,) = summarize_snapshot(path, None)["devices"]
+    (dev,) = snapshot_figures(path, None)["devices"]
     before = sum(a.size for a in replayed.live_at_end if a.index < 0)
     assert sum(r["bytes"] for r in dev["alive_at_end"]) == sum(size for _, size in unfreed) + before
 
@@ -86,6 +86,6 @@ def test_peak_rise_equals_torch_memory_profiler_timeline(tmp_path):
             peak = max(peak, current)
     snap = tmp_path / "profile.pickle"
     snap.write_bytes(pickle.dumps(_memory_viz._profile_to_snapshot(prof), protocol=4))
-    (dev,) = summarize_snapshot(snap)["devices"]
+    (dev,) = snapshot_figures(snap)["devices"]
     assert dev["peak_allocated"] - dev["end_allocated"] == peak - current
     assert abs(dev["end_allocated"] - current) <= 0.05 * current

@@ -31,4 +31,5 @@ def test_an_uninstalled_checkout_says_so(monkeypatch):
 def test_the_changelog_has_an_entry_for_the_version_in_pyproject():
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
     headings = re.findall(r"^## \[([^\]]+)\]", (ROOT / "CHANGELOG.md").read_text(), re.M)
-    assert headings and headings[0] == version, (version, headings)
+    released = headings[1:] if headings[:1] == ["Unreleased"] else headings  # Keep a Changelog: Unreleased on top
+    assert released and released[0] == version, (version, headings)

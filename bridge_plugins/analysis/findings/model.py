@@ -59,18 +59,15 @@ def finding(
     evidence: dict,
     advice: list[str],
     *,
-    ranks: list[int | None] | None = None,
+    ranks: list[int] | None = None,
     timeline: str | None = None,
 ) -> Finding:
-    """A Finding with its severity from the share of the step. ``ranks`` may hold a trace's rank
-    as TraceSummary types it (None only before summarize numbers the traces, which is before any
-    finding is made)."""
+    """A Finding with its severity from the share of the step."""
     share = base.share(per_step_us)
-    numbered = [r for r in ranks or [] if r is not None]
-    return Finding(kind, severity(share), title, per_step_us, share, evidence, advice, numbered, timeline)
+    return Finding(kind, severity(share), title, per_step_us, share, evidence, advice, list(ranks or []), timeline)
 
 
-def timeline_id(rank: int | None, which: str = "median") -> str:
+def timeline_id(rank: int, which: str = "median") -> str:
     """The report's anchor for a rank's median or slowest step timeline."""
     return f"timeline-rank{rank}-{which}"
 

@@ -1,6 +1,6 @@
 """Two snapshots side by side: how the peaks, the end state and each site's bytes at the peak moved.
 
-Works on :func:`bridge_plugins.analysis.memory.snapshot.summarize_snapshot` dicts (each reduced to its main
+Works on :func:`bridge_plugins.analysis.memory.snapshot.snapshot_figures` dicts (each reduced to its main
 device), so ``memory --compare`` and the report's comparison use the same figures.
 """
 
@@ -31,7 +31,7 @@ def _site_deltas(base_rows: Iterable[dict[str, Any]], new_rows: Iterable[dict[st
     return sorted(rows, key=lambda r: (-abs(r["delta"]), r["site"]))[:TOP_CHANGES]
 
 
-def compare_summaries(base: dict, new: dict) -> dict:
+def compare_snapshot_figures(base: dict, new: dict) -> dict:
     """``{"base", "new", <figure>: {"base", "new", "delta"}, "sites_at_peak": [...], "alive_at_end":
     [...], "segments": {...}}``; a snapshot without a trace counts as zero everywhere."""
     b, n = main_device(base) or {}, main_device(new) or {}
@@ -42,3 +42,6 @@ def compare_summaries(base: dict, new: dict) -> dict:
     out["alive_at_end"] = _site_deltas(b.get("alive_at_end", []), n.get("alive_at_end", []))
     out["segments"] = {k: _delta(base["segments"][k], new["segments"][k]) for k in ("count", "reserved", "requested")}
     return out
+
+
+compare_summaries = compare_snapshot_figures  # the old name (docs/reference/api.md named it), kept for callers

@@ -14,6 +14,7 @@ import pickle
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.analysis.memory.shape import ShapeError, check_snapshot
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
@@ -27,7 +28,7 @@ _ALLOWED_GLOBALS = {
 }
 
 
-class SnapshotFormatError(ValueError):
+class SnapshotFormatError(AnalysisInputError, ValueError):
     """The file is not a memory snapshot we can read; the message names the file and why."""
 
 

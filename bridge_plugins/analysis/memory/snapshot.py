@@ -1,7 +1,7 @@
 """Figures of a CUDA memory snapshot: peaks and when, allocated bytes over time, what was alive
 at the peak and at the end (by site), and the allocator's segments.
 
-:func:`summarize_snapshot` returns a JSON-ready dict (``bridge-plugins memory --json`` prints it;
+:func:`snapshot_figures` returns a JSON-ready dict (``bridge-plugins memory --json`` prints it;
 the HTML report draws it). Its layout, and how profiler-made snapshots differ: docs/formats.md.
 """
 
@@ -67,7 +67,7 @@ def _rel(t: float | None, t0: float | None) -> float | None:
     return None if t is None or t0 is None else round((t - t0) / 1e6, 6)
 
 
-def _device_summary(r: DeviceReplay, entries: list[dict], top: int | None) -> dict:
+def _device_figures(r: DeviceReplay, entries: list[dict], top: int | None) -> dict:
     t0 = next((t for t in r.time_us if t is not None), None)
     peak_entry = entries[r.peak_index] if r.peak_index >= 0 else {}
     return {
@@ -90,7 +90,7 @@ def _device_summary(r: DeviceReplay, entries: list[dict], top: int | None) -> di
     }
 
 
-def segment_summary(segments: list[dict]) -> dict:
+def segment_totals(segments: list[dict]) -> dict:
     """The final state of the allocator's segments, totals as torch's ``_memory_viz segsum`` counts
     them: requested bytes of active blocks, internal free (rounding) and external free (inactive)."""
     per: list[dict[str, Any]] = []
@@ -134,7 +134,7 @@ def _source(segments: list[dict]) -> str:
     return "profiler" if blocks and not any("address" in b for b in blocks) else "allocator"
 
 
-def summarize_snapshot(path: str | Path, top_sites: int | None = TOP_SITES) -> dict:
+def snapshot_figures(path: str | Path, top_sites: int | None = TOP_SITES) -> dict:
     """Every figure of one snapshot file (layout: docs/formats.md); ``top_sites=None`` keeps
     every site (what a comparison needs). Reading it runs under a memory budget (``budget``)."""
     try:
@@ -143,12 +143,12 @@ def summarize_snapshot(path: str | Path, top_sites: int | None = TOP_SITES) -> d
         size = 0  # load_snapshot names the problem
     try:
         with memory_budget(size):
-            return _summarize(path, top_sites)
+            return _figures(path, top_sites)
     except OverBudget as e:
         raise SnapshotFormatError(f"{path}: refused: {e}") from None
 
 
-def _summarize(path: str | Path, top_sites: int | None) -> dict:
+def _figures(path: str | Path, top_sites: int | None) -> dict:
     data = load_snapshot(path)
     try:
         segments, traces = data["segments"], data["device_traces"]
@@ -156,9 +156,9 @@ def _summarize(path: str | Path, top_sites: int | None) -> dict:
         for device in sorted({*range(len(traces)), *(s.get("device", 0) for s in segments)}):
             entries = traces[device] if device < len(traces) else []
             if entries or any(s.get("device", 0) == device for s in segments):
-                devices.append(_device_summary(replay(entries, segments, device), entries, top_sites))
+                devices.append(_device_figures(replay(entries, segments, device), entries, top_sites))
         source = _source(segments)
-        segs = segment_summary(segments)
+        segs = segment_totals(segments)
         if source == "profiler":  # no cudaMalloc: reserved memory is unknown, not the address span
             segs = {**NO_SEGMENTS, "per_segment": []}
             for dev in devices:
@@ -172,24 +172,28 @@ def _summarize(path: str | Path, top_sites: int | None) -> dict:
         ) from None
 
 
-def main_device(summary: dict) -> dict | None:
-    """The device with the highest allocated peak: the one a per-rank snapshot is about."""
-    return max(summary["devices"], key=lambda d: d["peak_allocated"], default=None)
+def main_device(figures: dict) -> dict | None:
+    """The device with the highest allocated peak in a snapshot's figures: the one a per-rank snapshot is about."""
+    return max(figures["devices"], key=lambda d: d["peak_allocated"], default=None)
 
 
-def summarize_snapshots(paths: Iterable[str | Path]) -> dict:
-    """What ``analysis.summarize`` merges into its ``memory`` entry: ``{"files": [summary + "rank"],
+def memory_entry(paths: Iterable[str | Path]) -> dict:
+    """What ``analysis.summarize`` merges into its ``memory`` entry: ``{"files": [figures + "rank"],
     "problems": [{"file", "error"}]}``; a file that is not a snapshot is a problem, not a failure."""
     from bridge_plugins.jobdir import names as artifact_names
 
     files, problems = [], []
     for path in paths:
         try:
-            summary = summarize_snapshot(path)
+            figures = snapshot_figures(path)
         except SnapshotFormatError as e:
             problems.append({"file": str(path), "error": str(e).removeprefix(f"{path}: ")})
             continue
         name = artifact_names.parse(path)
-        summary["rank"] = name.rank if name is not None else None
-        files.append(summary)
+        figures["rank"] = name.rank if name is not None else None
+        files.append(figures)
     return {"files": files, "problems": problems}
+
+
+summarize_snapshot = snapshot_figures  # the old names (docs/reference/api.md named them), kept for callers
+summarize_snapshots = memory_entry

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.analyzers.headlines import headlines
 from bridge_plugins.analysis.findings.model import HIGH, MEDIUM
 from bridge_plugins.analysis.jsonable import jsonable
 from bridge_plugins.analysis.report.parts import cell, fmt_ms, section
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import Summary
 
 _SEVERITY = {HIGH: "#c62828", MEDIUM: "#f58518"}
 
@@ -17,7 +21,7 @@ def _evidence(evidence: dict) -> str:
     return f'<ul class="note">{items}</ul>'
 
 
-def findings_section(s: dict) -> str:
+def findings_section(s: Summary) -> str:
     findings = s.get("findings") or []
     if not findings:
         return section(
@@ -41,7 +45,7 @@ def findings_section(s: dict) -> str:
     return section("findings", "Findings", "".join(blocks), intro)
 
 
-def why_section(s: dict) -> str:
+def why_section(s: Summary) -> str:
     """Per rank, one line per analyzer (overlap, idle, launches, queue, memcpy, attribution, syncs)."""
     blocks = []
     for i, t in enumerate(s["traces"]):

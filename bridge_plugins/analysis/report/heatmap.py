@@ -9,11 +9,15 @@ of the worst stragglers only. A page of 1,000 ranks stays a few hundred kB (a ro
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.report.parts import cell, fmt_ms, section, table
 from bridge_plugins.analysis.report.svg import FONT, WIDTH, Fmt
 from bridge_plugins.analysis.report.traces import rank_figure_cells, tops_section
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import Summary
 
 PALETTE = ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026", "#800026"]
 """Low to high (ColorBrewer YlOrRd): the darker, the slower or the idler."""
@@ -93,7 +97,7 @@ def _fraction(v: float) -> str:
     return f"{v:.0%}"
 
 
-def steps_section(s: dict) -> str:
+def steps_section(s: Summary) -> str:
     g = ranks_view.grid(s["traces"], "time_us")
     values = g.values()
     if not values:
@@ -102,7 +106,7 @@ def steps_section(s: dict) -> str:
     return section("steps", "Step times", chart + _spread_table(s), "Each cell is one rank's step; darker is slower.")
 
 
-def gpu_section(s: dict) -> str:
+def gpu_section(s: Summary) -> str:
     g = ranks_view.grid(s["traces"], "gpu_idle_share")
     if not g.values():
         return section("gpu", "GPU idle", '<p class="note">No GPU events in these traces (CPU-only runs).</p>')
@@ -114,7 +118,7 @@ def gpu_section(s: dict) -> str:
     return section("gpu", "GPU idle", chart, intro)
 
 
-def _spread_table(s: dict) -> str:
+def _spread_table(s: Summary) -> str:
     rows = []
     for sp in ranks_view.spreads(s):
         fmt = fmt_ms if sp.label.endswith("(us)") else _fraction
@@ -126,7 +130,7 @@ def _spread_table(s: dict) -> str:
     return table("table-spread", ["across ranks", "min", "p10", "median", "p90", "max", "at rank"], rows, "figures")
 
 
-def stragglers_section(s: dict) -> str:
+def stragglers_section(s: Summary) -> str:
     rows = ranks_view.stragglers(s)
     table_rows = [
         rank_figure_cells(r) + f"<td>{escape(', '.join(r['straggler_reasons']))}</td>" for r in rows[:STRAGGLER_ROWS]
@@ -152,7 +156,7 @@ def stragglers_section(s: dict) -> str:
     return section("stragglers", "Stragglers", body, "The ranks whose step or compute time exceeds the median by 10 %.")
 
 
-def sections(s: dict) -> tuple[list[str], list[tuple[str, str]]]:
+def sections(s: Summary) -> tuple[list[str], list[tuple[str, str]]]:
     """The page's trace sections for many ranks, and their navigation links."""
     detail = ranks_view.detail(s)
     which = "the worst stragglers" if ranks_view.stragglers(s) else "the lowest rank"

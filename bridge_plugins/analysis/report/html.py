@@ -9,14 +9,11 @@ report_svg for the charts and report_traces / report_memory / report_compare for
 from __future__ import annotations
 
 import datetime
-import errno
-import os
 import statistics
-import tempfile
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.memory.snapshot import main_device
@@ -28,6 +25,10 @@ from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
 from bridge_plugins.analysis.report.timeline import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
+from bridge_plugins.jobdir.atomic_write import write_text_atomically
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import Summary
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
@@ -60,7 +61,7 @@ padding:8px 12px;margin:8px 0}.alert,.problems{background:#fdecea;border-left:4p
 """
 
 
-def _overview(s: dict) -> str:
+def _overview(s: Summary) -> str:
     traces = s["traces"]
     medians = sorted(t["steps"]["median_us"] for t in traces if t["steps"]["median_us"] is not None)
     stragglers = sorted({r for g in s["cross_rank"] for r in g["stragglers"]})
@@ -81,7 +82,7 @@ def _overview(s: dict) -> str:
     return f'<div class="cards" id="overview">{cards}</div>'
 
 
-def render(summary: dict, comparison: dict | None = None, memory_comparison: dict | None = None) -> str:
+def render(summary: Summary, comparison: dict | None = None, memory_comparison: dict | None = None) -> str:
     """The page for a summary dict (``analysis.summarize``) and optional comparisons."""
     problems = summary["problems"] + ((comparison or {}).get("problems") or [])
     problems_html = ""
@@ -119,28 +120,9 @@ def render(summary: dict, comparison: dict | None = None, memory_comparison: dic
 
 
 def write_report(html: str, out: str | Path, replace: bool = True) -> Path:
-    """Write atomically (a reader never sees half a file); returns the path. With ``replace=False``
-    an existing ``out`` is left alone: FileExistsError (a hard link publishes, never overwrites)."""
-    out = Path(out)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(html)
-        os.chmod(tmp, 0o644)
-        if replace:
-            os.replace(tmp, out)
-        else:
-            try:
-                os.link(tmp, out)
-            except FileExistsError:
-                raise
-            except OSError:  # a file system without hard links: check, then rename
-                if os.path.lexists(out):
-                    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(out)) from None
-                os.rename(tmp, out)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return out
+    """Write atomically (a reader never sees half a file; jobdir.atomic_write); returns the path. With
+    ``replace=False`` an existing ``out`` is left alone: FileExistsError."""
+    return write_text_atomically(Path(out), html, replace=replace, mode=0o644)
 
 
 def build(
@@ -153,7 +135,7 @@ def build(
     Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read.
     ``workers`` (analysis.parallel.Workers) reads the traces in parallel."""
     from bridge_plugins.analysis.compare import compare_runs
-    from bridge_plugins.analysis.memory.compare import compare_summaries
+    from bridge_plugins.analysis.memory.compare import compare_snapshot_figures
     from bridge_plugins.analysis.summarize import summarize, with_top
 
     everything = summarize(
@@ -169,6 +151,6 @@ def build(
         if base_mem and new_mem:
             first = min(base_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
             now = min(new_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
-            memory_comparison = compare_summaries(first, now)
+            memory_comparison = compare_snapshot_figures(first, now)
     skipped = summary["problems"] + ((comparison or {}).get("problems") or [])
-    return render(cast(dict, summary), comparison, memory_comparison), skipped
+    return render(summary, comparison, memory_comparison), skipped

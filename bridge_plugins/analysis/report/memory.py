@@ -101,9 +101,9 @@ def _site_table(table_id: str, rows: list[dict]) -> str:
     return table(table_id, ["site", "bytes", "allocations", "categories"], body, "figures")
 
 
-def _segments(summary: dict, idx: int) -> str:
-    seg = summary["segments"]
-    if summary.get("source") == "profiler":
+def _segments(figures: dict, idx: int) -> str:
+    seg = figures["segments"]
+    if figures.get("source") == "profiler":
         return '<p class="note">Made from a torch.profiler run: no allocator segments, no reserved memory.</p>'
     rows = [
         cell(s["total_size"], fmt_bytes)
@@ -122,10 +122,10 @@ def _segments(summary: dict, idx: int) -> str:
     )
 
 
-def _snapshot_block(summary: dict, idx: int) -> str:
-    dev = main_device(summary)
-    rank = f"rank {summary['rank']}" if summary.get("rank") is not None else "snapshot"
-    title = f'<h3>{escape(rank)} <span class="file">{escape(summary["file"])}</span></h3>'
+def _snapshot_block(figures: dict, idx: int) -> str:
+    dev = main_device(figures)
+    rank = f"rank {figures['rank']}" if figures.get("rank") is not None else "snapshot"
+    title = f'<h3>{escape(rank)} <span class="file">{escape(figures["file"])}</span></h3>'
     if dev is None:
         return title + '<p class="note">No allocations recorded.</p>'
     cards = (
@@ -152,11 +152,11 @@ def _snapshot_block(summary: dict, idx: int) -> str:
         for o in dev["ooms"]
     )
     return (
-        f'<div class="snapshot" id="memory-{idx}" data-file="{escape(summary["file"], quote=True)}">{title}'
+        f'<div class="snapshot" id="memory-{idx}" data-file="{escape(figures["file"], quote=True)}">{title}'
         f'<div class="cards">{cards}</div>{ooms}{_timeline(dev, idx)}{_sites_chart(dev, idx)}'
         f"<h4>Still alive at the end: leak candidates (parameters and optimizer state belong here)</h4>"
         f"{_site_table(f'table-memory-end-{idx}', dev['alive_at_end'])}<h4>Allocator segments at the end</h4>"
-        f"{_segments(summary, idx)}</div>"
+        f"{_segments(figures, idx)}</div>"
     )
 
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from html import escape
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from bridge_plugins.analysis.report.svg import attr, clip
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import TraceSummary
 
 T = TypeVar("T", float, float | None)
 
@@ -82,7 +85,7 @@ def card(label: str, value: str, sub: str = "", data_value: object = None, cls: 
     )
 
 
-def rank_label(trace: dict, traces: list[dict]) -> str:
+def rank_label(trace: TraceSummary, traces: Sequence[TraceSummary]) -> str:
     """``rank 3``, or ``rank 3 · file`` when one rank has several traces (e.g. two windows)."""
     same = [t for t in traces if t["rank"] == trace["rank"]]
     label = f"rank {trace['rank']}"

@@ -8,11 +8,15 @@ script: hover tooltips are the browser's own. Each figure's id is the anchor fin
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.analyzers.timeline import MAX_DEPTH, Bar, Lane, StepTimeline
 from bridge_plugins.analysis.findings.model import timeline_id
 from bridge_plugins.analysis.report.parts import COLOURS, fmt_ms, section
 from bridge_plugins.analysis.report.svg import FONT, WIDTH, attr, clip, legend
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import Summary
 
 LANE_LABEL_W = 150
 ROW = 15  # one nesting level / one GPU lane
@@ -92,7 +96,7 @@ def timeline_svg(rank: int, tl: StepTimeline) -> str:
     )
 
 
-def timelines_section(s: dict) -> str:
+def timelines_section(s: Summary) -> str:
     blocks, seen = [], set()
     for t in s["traces"]:
         if t["rank"] in seen:  # one timeline per rank (its first trace): the anchors findings link to

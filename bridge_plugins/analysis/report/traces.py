@@ -4,9 +4,14 @@ breakdown, top operators and kernels, and the cross-rank straggler view."""
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.report.parts import COLOURS, cell, fmt_ms, fmt_pct, name_cell, rank_label, section, table
 from bridge_plugins.analysis.report.svg import deviation_bars, range_hbars, stacked_hbars
+from bridge_plugins.analysis.trace.gpu_breakdown import parts_us
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import Summary, TraceSummary
 
 GPU_PARTS = [
     ("computation", "computation", COLOURS["computation"]),
@@ -16,7 +21,7 @@ GPU_PARTS = [
 ]
 
 
-def steps_section(s: dict) -> str:
+def steps_section(s: Summary) -> str:
     traces = s["traces"]
     timed = [t for t in traces if t["steps"]["median_us"] is not None]
     stragglers = {r for g in s["cross_rank"] for r in g["stragglers"]}
@@ -53,7 +58,7 @@ def steps_section(s: dict) -> str:
     return section("steps", "Step times", body, intro)
 
 
-def gpu_section(s: dict) -> str:
+def gpu_section(s: Summary) -> str:
     traces = [t for t in s["traces"] if t["gpu"]]
     if not traces:
         return section(
@@ -62,7 +67,9 @@ def gpu_section(s: dict) -> str:
     rows, table_rows = [], []
     for t in traces:
         g = t["gpu"]
-        values = {k: g[f"{k}_us"] for k, _, _ in GPU_PARTS}
+        if g is None:  # not kept above; for the type checker
+            continue
+        values = parts_us(g)
         rows.append(
             {
                 "label": rank_label(t, s["traces"]),
@@ -75,7 +82,7 @@ def gpu_section(s: dict) -> str:
             f"<td>{escape(rank_label(t, s['traces']))}</td>"
             + cell(g["span_us"], fmt_ms)
             + "".join(
-                cell(g[f"{k}_us"], fmt_ms) + f'<td class="num pct">{g[f"{k}_us"] / g["span_us"]:.1%}</td>'
+                cell(values[k], fmt_ms) + f'<td class="num pct">{values[k] / g["span_us"]:.1%}</td>'
                 for k, _, _ in GPU_PARTS
             )
             + cell(g["communication_total_us"], fmt_ms)
@@ -91,7 +98,7 @@ def gpu_section(s: dict) -> str:
     return section("gpu", "GPU time breakdown", chart + table("table-gpu", headers, table_rows, "figures"), intro)
 
 
-def _ops_table(t: dict, i: int) -> str:
+def _ops_table(t: TraceSummary, i: int) -> str:
     rows = [
         name_cell(r["name"])
         + cell(r["self_us"], fmt_ms)
@@ -102,7 +109,7 @@ def _ops_table(t: dict, i: int) -> str:
     return table(f"table-ops-{i}", ["CPU operator", "self", "total", "calls"], rows, "ops")
 
 
-def _kernels_table(t: dict, i: int) -> str:
+def _kernels_table(t: TraceSummary, i: int) -> str:
     top = max((r["total_us"] for r in t["top_gpu_kernels"]), default=0) or 1
     rows = [
         name_cell(r["name"]) + f'<td><span class="tag" style="background:{COLOURS.get(r["type"], "#999")}">'
@@ -115,7 +122,7 @@ def _kernels_table(t: dict, i: int) -> str:
     return table(f"table-kernels-{i}", ["GPU kernel", "type", "time", "calls", ""], rows, "kernels")
 
 
-def tops_section(s: dict) -> str:
+def tops_section(s: Summary) -> str:
     blocks = []
     for i, t in enumerate(s["traces"]):
         kernels = _kernels_table(t, i) if t["top_gpu_kernels"] else ""
@@ -155,7 +162,7 @@ def rank_figure_cells(r: dict) -> str:
     )
 
 
-def stragglers_section(s: dict) -> str:
+def stragglers_section(s: Summary) -> str:
     groups = [g for g in s["cross_rank"] if len(g["ranks"]) > 1]
     if not groups:
         return section(

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 from rich.text import Text
 
 from bridge_plugins.analysis.analyzers.headlines import headlines
 from bridge_plugins.analysis.findings.model import HIGH, MEDIUM, Finding
 from bridge_plugins.analysis.text.summary import ms
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import TraceSummary
 
 _STYLE = {HIGH: "bold red", MEDIUM: "yellow"}
 
@@ -42,7 +47,7 @@ def advice(findings: list[Finding], limit: int = 3) -> list[Text]:
     return out
 
 
-def analyses_table(trace: dict) -> Table:
+def analyses_table(trace: TraceSummary) -> Table:
     """One row per analyzer with its headline figures for one trace."""
     t = Table(title=f"Why, rank {trace['rank']}", title_justify="left")
     t.add_column("question")

@@ -7,7 +7,6 @@ torch nor nemo_run: it only reads files.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
 
 from bridge_plugins.analysis.schema import Summary
 from bridge_plugins.analysis.summarize import summarize, with_top
@@ -75,5 +74,5 @@ def report(
         lines.append(f"  (no profiling artifacts under {job_dir})")
     out = ["Artifacts:"] + lines
     if summary and by_file:
-        out += ["", to_text(cast(dict, summary)).rstrip()]  # the renderers read plain dicts
+        out += ["", to_text(summary).rstrip()]
     return "\n".join(out), steps

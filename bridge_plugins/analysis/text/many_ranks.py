@@ -8,12 +8,16 @@ rank). ``summary --json`` and ``report`` still hold every rank.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.text.summary import ms, step_ranges
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import Summary
 
 STRAGGLER_ROWS = 8
 TOP_ROWS = 5
@@ -23,7 +27,7 @@ def _fmt(label: str, v: float) -> str:
     return ms(v) if label.endswith("(us)") else f"{100 * v:.1f} %"
 
 
-def _spread_table(s: dict) -> Table:
+def _spread_table(s: Summary) -> Table:
     traces = s["traces"]
     steps = sorted({n for t in traces for n in t["steps"]["captured"]})
     t = Table(
@@ -39,7 +43,7 @@ def _spread_table(s: dict) -> Table:
     return t
 
 
-def _stragglers_table(s: dict) -> Table | Text:
+def _stragglers_table(s: Summary) -> Table | Text:
     rows = ranks_view.stragglers(s)
     if not rows:
         return Text("No straggler: every rank's step and compute time is within 10 % of the median.")
@@ -68,24 +72,27 @@ def _stragglers_table(s: dict) -> Table | Text:
     return t
 
 
-def _top(title: str, rows: list[dict], value: str) -> Table:
+def _top(title: str, rows: list[tuple[float, int, str]]) -> Table:
+    """Rows of (time in us, calls, name)."""
     t = Table(title=title, title_justify="left", min_width=len(title))  # the title on one line
     t.add_column("ms", justify="right")
     t.add_column("calls", justify="right")
     t.add_column("name", overflow="ellipsis", no_wrap=True, max_width=90)
-    for r in rows[:TOP_ROWS]:
-        t.add_row(ms(r[value]), str(r["calls"]), r["name"])
+    for us, calls, name in rows[:TOP_ROWS]:
+        t.add_row(ms(us), str(calls), name)
     return t
 
 
-def renderables(s: dict) -> list:
+def renderables(s: Summary) -> list:
     out: list = [_spread_table(s), _stragglers_table(s)]
     for tr in ranks_view.detail(s, most=1):
         label = f"rank {tr['rank']} ({Path(tr['file']).name})"
-        if tr["top_cpu_ops"]:
-            out.append(_top(f"Top operators by self time (CPU), {label}", tr["top_cpu_ops"], "self_us"))
-        if tr["top_gpu_kernels"]:
-            out.append(_top(f"Top GPU kernels by time, {label}", tr["top_gpu_kernels"], "total_us"))
+        if ops := tr["top_cpu_ops"]:
+            rows = [(o["self_us"], o["calls"], o["name"]) for o in ops]
+            out.append(_top(f"Top operators by self time (CPU), {label}", rows))
+        if kernels := tr["top_gpu_kernels"]:
+            rows = [(k["total_us"], k["calls"], k["name"]) for k in kernels]
+            out.append(_top(f"Top GPU kernels by time, {label}", rows))
     untimed = [t for t in s["traces"] if t["steps"]["note"]]
     if untimed:
         out.append(Text(f"{len(untimed)} traces have no step times: {untimed[0]['steps']['note']}", style="yellow"))

@@ -1,4 +1,4 @@
-"""``bridge-plugins memory`` as text: the summary and the comparison, for a terminal."""
+"""``bridge-plugins memory`` as text: a snapshot's figures and the comparison of two, for a terminal."""
 
 from __future__ import annotations
 
@@ -48,13 +48,13 @@ def _site_rows(rows: list[dict]) -> list[str]:
     return out
 
 
-def render_summary(summary: dict) -> str:
-    lines = [f"{summary['file']}"]
-    dev = main_device(summary)
+def render_snapshot_figures(figures: dict) -> str:
+    lines = [f"{figures['file']}"]
+    dev = main_device(figures)
     if dev is None:
         lines.append("  no allocations recorded (no trace entries and no segments)")
     else:
-        others = len(summary["devices"]) - 1
+        others = len(figures["devices"]) - 1
         lines += [
             f"  device {dev['device']}, {dev['entries']} trace entries"
             + (f" ({others} more devices)" if others else ""),
@@ -71,8 +71,8 @@ def render_summary(summary: dict) -> str:
         for oom in dev["ooms"]:
             free = f", {fmt_bytes(oom['device_free'])} free on the device" if oom.get("device_free") is not None else ""
             lines.append(f"  OUT OF MEMORY at trace entry {oom['index']}: {fmt_bytes(oom['size'])} requested{free}")
-    seg = summary["segments"]
-    if summary.get("source") == "profiler":
+    seg = figures["segments"]
+    if figures.get("source") == "profiler":
         lines.append("  segments: none (a snapshot made from a torch.profiler run: no allocator segments)")
         return "\n".join(lines)
     lines.append(

@@ -9,10 +9,16 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
+
+from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import Summary
 
 NAME_WIDTH = 70
 
@@ -37,7 +43,7 @@ def step_ranges(steps: list[int]) -> str:
     return ",".join(map(str, steps))
 
 
-def _ranks_table(s: dict) -> Table:
+def _ranks_table(s: Summary) -> Table:
     gpu = any(tr["gpu"] for tr in s["traces"])  # CPU-only traces: no GPU columns
     t = Table(
         title="Per rank: steps (ms)" + (" and GPU time (ms, share of the GPU span)" if gpu else ""),
@@ -48,27 +54,27 @@ def _ranks_table(s: dict) -> Table:
     for col in cols:
         t.add_column(col, justify="left" if col in ("rank", "steps") else "right")
     for tr in s["traces"]:
-        st, g = tr["steps"], tr["gpu"] or {}
+        st, g = tr["steps"], tr["gpu"]
         row = [str(tr["rank"]), step_ranges(st["captured"]), ms(st["min_us"]), ms(st["median_us"]), ms(st["max_us"])]
-        if gpu:
-            span = g.get("span_us")
-            row += [ms(span) if g else "no GPU events"] + [
-                f"{ms(g.get(k))} ({pct(g.get(k), span)})" if g else "-"
-                for k in ("computation_us", "communication_us", "memory_us", "idle_us")
-            ]
+        if gpu and g is None:
+            row += ["no GPU events"] + ["-"] * len(PARTS)
+        elif gpu and g is not None:
+            span, parts = g["span_us"], parts_us(g)
+            row += [ms(span)] + [f"{ms(parts[k])} ({pct(parts[k], span)})" for k in PARTS]
         t.add_row(*row)
     return t
 
 
-def _top_table(title: str, rows: list[dict], value: str, extra: str | None = None) -> Table:
+def _top_table(title: str, rows: list[tuple[float, int, str]], type_column: list[str] | None = None) -> Table:
+    """Rows of (time in us, calls, name); ``type_column``: a kind column, one value per row."""
     t = Table(title=title, title_justify="left")
     t.add_column("ms", justify="right")
     t.add_column("calls", justify="right")
-    if extra:
-        t.add_column(extra)
+    if type_column is not None:
+        t.add_column("type")
     t.add_column("name", overflow="fold")
-    for r in rows:
-        t.add_row(ms(r[value]), str(r["calls"]), *([r[extra]] if extra else []), short(r["name"]))
+    for i, (us, calls, name) in enumerate(rows):
+        t.add_row(ms(us), str(calls), *([type_column[i]] if type_column is not None else []), short(name))
     return t
 
 
@@ -111,7 +117,7 @@ def _cross_rank_table(group: dict) -> Table:
     return t
 
 
-def _per_rank(s: dict) -> list:
+def _per_rank(s: Summary) -> list:
     from bridge_plugins.analysis.text.findings import analyses_table, findings_table  # it imports this module
 
     out: list = []
@@ -123,10 +129,12 @@ def _per_rank(s: dict) -> list:
                 out.append(Text(f"rank {tr['rank']} ({tr['file']}): {tr['steps']['note']}", style="yellow"))
     for tr in s["traces"]:
         label = f"rank {tr['rank']} ({Path(tr['file']).name})"
-        if tr["top_cpu_ops"]:
-            out.append(_top_table(f"Top operators by self time (CPU), {label}", tr["top_cpu_ops"], "self_us"))
-        if tr["top_gpu_kernels"]:
-            out.append(_top_table(f"Top GPU kernels by time, {label}", tr["top_gpu_kernels"], "total_us", "type"))
+        if ops := tr["top_cpu_ops"]:
+            rows = [(o["self_us"], o["calls"], o["name"]) for o in ops]
+            out.append(_top_table(f"Top operators by self time (CPU), {label}", rows))
+        if kernels := tr["top_gpu_kernels"]:
+            rows = [(k["total_us"], k["calls"], k["name"]) for k in kernels]
+            out.append(_top_table(f"Top GPU kernels by time, {label}", rows, [k["type"] for k in kernels]))
         if "analyses" in tr:
             out.append(analyses_table(tr))
     for group in s["cross_rank"]:
@@ -135,7 +143,7 @@ def _per_rank(s: dict) -> list:
     return out
 
 
-def renderables(s: dict) -> list:
+def renderables(s: Summary) -> list:
     from bridge_plugins.analysis import ranks_view
     from bridge_plugins.analysis.text import many_ranks  # imports this module: not at the top
 
@@ -147,7 +155,7 @@ def renderables(s: dict) -> list:
     return out
 
 
-def to_text(s: dict, width: int = 160) -> str:
+def to_text(s: Summary, width: int = 160) -> str:
     """Plain text (no colour) of the tables, for logs and the main job's end-of-run summary."""
     console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
     console.print(Group(*renderables(s)))
@@ -166,6 +174,6 @@ def console() -> Console:
     return _Console() if sys.stdout.isatty() else _Console(width=160)
 
 
-def print_summary(s: dict, console: Console) -> None:
+def print_summary(s: Summary, console: Console) -> None:
     for r in renderables(s):
         console.print(r)

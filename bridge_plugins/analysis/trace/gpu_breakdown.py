@@ -108,3 +108,17 @@ def breakdown(d: Collected, keep: np.ndarray, types: list[str]) -> GpuBreakdown 
         "gpu_events": int(keep.sum()),
         "gpu_events_dropped": int(len(keep) - keep.sum()),
     }
+
+
+PARTS = ("computation", "communication", "memory", "idle")
+"""The four parts the GPU span splits into, in the order the tables show them."""
+
+
+def parts_us(g: GpuBreakdown) -> dict[str, float]:
+    """Each part of ``PARTS`` to its time: the breakdown's ``<part>_us`` fields by part name."""
+    return {
+        "computation": g["computation_us"],
+        "communication": g["communication_us"],
+        "memory": g["memory_us"],
+        "idle": g["idle_us"],
+    }

@@ -8,14 +8,18 @@ ran on the GPU; the kernel table covers the same GPU events as the breakdown (gp
 from __future__ import annotations
 
 from array import array
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
 
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.schema import KernelRow, OpRow
 
-def _per_name(n_names: int, ids: np.ndarray, values: np.ndarray):
+
+def _per_name(n_names: int, ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per name id: the summed ``values`` and the count."""
     return np.bincount(ids, weights=values, minlength=n_names), np.bincount(ids, minlength=n_names)
 
 
@@ -42,8 +46,8 @@ def _child_time(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
     return np.frombuffer(child, np.float64)
 
 
-def cpu_ops(d: Collected) -> dict[str, dict]:
-    """Every CPU operator: name -> {self_us, total_us, calls}."""
+def cpu_ops(d: Collected) -> list[OpRow]:
+    """Every CPU operator, largest self time first (ties by name, so any first N rows are always the same)."""
     n = len(d.names)
     self_us, total_us, calls = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
     for _, ts, dur, ids in d.thread_ops():
@@ -53,23 +57,20 @@ def cpu_ops(d: Collected) -> dict[str, dict]:
         self_us += s
         total_us += np.bincount(ids, weights=dur, minlength=n)
         calls += c
-    return {
-        d.names[i]: {"self_us": float(self_us[i]), "total_us": float(total_us[i]), "calls": int(calls[i])}
+    rows: list[OpRow] = [
+        {"name": d.names[i], "self_us": float(self_us[i]), "total_us": float(total_us[i]), "calls": int(calls[i])}
         for i in np.flatnonzero(calls)
-    }
+    ]
+    return sorted(rows, key=lambda r: (-r["self_us"], r["name"]))
 
 
-def gpu_kernels(d: Collected, keep: np.ndarray, types: list[str]) -> dict[str, dict]:
-    """Every GPU kernel/memcpy/memset kept: name -> {type, total_us, calls}."""
+def gpu_kernels(d: Collected, keep: np.ndarray, types: list[str]) -> list[KernelRow]:
+    """Every GPU kernel/memcpy/memset kept, largest total time first (ties by name)."""
     ids = np.frombuffer(d.gpu_name, np.int32)[keep] if len(d.gpu_name) else np.zeros(0, np.int32)
     dur = np.frombuffer(d.gpu_dur, np.float64)[keep] if len(d.gpu_dur) else np.zeros(0)
     total, calls = _per_name(len(d.names), ids, dur)
-    return {
-        d.names[i]: {"type": types[i], "total_us": float(total[i]), "calls": int(calls[i])}
+    rows: list[KernelRow] = [
+        {"name": d.names[i], "type": types[i], "total_us": float(total[i]), "calls": int(calls[i])}
         for i in np.flatnonzero(calls)
-    }
-
-
-def ranked(table: dict[str, dict], key: str) -> list[Any]:
-    """Every row, largest ``key`` first (ties by name, so any first N rows are always the same), each with its ``name``."""
-    return sorted(({"name": name, **row} for name, row in table.items()), key=lambda r: (-r[key], r["name"]))
+    ]
+    return sorted(rows, key=lambda r: (-r["total_us"], r["name"]))

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import ijson
 
+from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
 try:
@@ -47,7 +48,7 @@ except ImportError:  # pragma: no cover
     pass
 
 
-class TraceError(Exception):
+class TraceError(AnalysisInputError):
     """A file that cannot be read as a trace: ``str(e)`` is '<file>: <what is wrong>'."""
 
 
