@@ -128,3 +128,25 @@ def test_a_kernel_launched_exactly_when_the_last_step_ends_is_kept(tmp_path):
     events += [kernel("gemm", 1100, 10, 1), kernel("gemm", 1120, 10, 2), kernel("gemm", 1140, 10, 3)]
     (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
     assert (t["gpu"]["gpu_events"], t["gpu"]["gpu_events_dropped"]) == (2, 1)
+
+
+def test_parts_us_gives_each_part_its_own_field():
+    from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
+
+    g = {"computation_us": 1.0, "communication_us": 2.0, "memory_us": 3.0, "idle_us": 4.0}
+    assert parts_us(g) == {"computation": 1.0, "communication": 2.0, "memory": 3.0, "idle": 4.0}  # type: ignore[arg-type]
+    assert list(parts_us(g)) == list(PARTS)  # type: ignore[arg-type]
+
+
+def test_kernels_past_the_name_limit_keep_their_type(tmp_path, monkeypatch):
+    """Past MAX_NAMES distinct names the kernels share one entry per type: an NCCL kernel there is
+    still communication, not computation."""
+    from bridge_plugins.analysis.trace import collect
+
+    monkeypatch.setattr(collect, "MAX_NAMES", 2)
+    events = [step(1, 1000, 20), step(2, 1020, 20), launch(1001, 1), launch(1002, 2), launch(1003, 3)]
+    events += [kernel("gemm_a", 1100, 10, 1), kernel("gemm_b", 1110, 10, 2)]
+    events += [kernel("ncclDevKernel_AllReduce_Sum_f32", 1120, 5, 3)]
+    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
+    gpu = t["gpu"]
+    assert (gpu["computation_us"], gpu["communication_us"]) == (20.0, 5.0), gpu
