@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from bridge_plugins.analysis.trace.nesting import nesting_order
+
 
 def columns(arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start, end, name id) of a thread's events (a ThreadColumns entry), sorted by start, enclosing first."""
     ts, dur, name = (np.asarray(a) for a in arrays)
-    order = np.lexsort((-dur, ts))
+    order = nesting_order(ts, dur)
     return ts[order], (ts + dur)[order], name[order]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
+from bridge_plugins.analysis.trace.nesting import nesting_order
 
 
 def _per_name(n_names: int, ids: np.ndarray, values: np.ndarray):
@@ -24,7 +25,7 @@ _BLOCK = 65536  # operators turned into Python floats at a time: the loop's memo
 
 def _child_time(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """Per operator, the summed duration of the operators nested directly inside it (same thread)."""
-    order = np.lexsort((-dur, ts))  # by start, the enclosing (longer) one first
+    order = nesting_order(ts, dur)  # by start, the enclosing (longer) one first
     child = array("d", [0.0]) * len(ts)
     stack: list[int] = []
     stack_end: list[float] = []
