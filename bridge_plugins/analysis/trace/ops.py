@@ -13,25 +13,38 @@ from typing import Any
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.nesting import nesting_order
+from bridge_plugins.analysis.trace.nesting import direct_parents, nesting_order
 
 
 def _per_name(n_names: int, ids: np.ndarray, values: np.ndarray):
     return np.bincount(ids, weights=values, minlength=n_names), np.bincount(ids, minlength=n_names)
 
 
-_BLOCK = 65536  # operators turned into Python floats at a time: the loop's memory stays flat
-
-
 def _child_time(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """Per operator, the summed duration of the operators nested directly inside it (same thread)."""
     order = nesting_order(ts, dur)  # by start, the enclosing (longer) one first
+    starts, durs = ts[order], dur[order]
+    with np.errstate(invalid="ignore"):
+        ends = starts + durs
+    if np.isnan(ends).any():  # -inf + inf: no order to nest by; the walk below decides as it always did
+        return _child_time_walk(order, starts, durs)
+    parent = direct_parents(starts, ends)
+    inside = parent >= 0
+    # bincount adds each parent's children in this order, as the walk did: the same sums to the last bit
+    return np.bincount(order[parent[inside]], weights=durs[inside], minlength=len(ts))
+
+
+_BLOCK = 65536  # operators turned into Python floats at a time: the loop's memory stays flat
+
+
+def _child_time_walk(order: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """_child_time by a walk with a stack of open operators (``ts``, ``dur`` in ``order``)."""
     child = array("d", [0.0]) * len(ts)
     stack: list[int] = []
     stack_end: list[float] = []
     for at in range(0, len(order), _BLOCK):
         idx = order[at : at + _BLOCK]
-        starts, durs = ts[idx].tolist(), dur[idx].tolist()
+        starts, durs = ts[at : at + _BLOCK].tolist(), dur[at : at + _BLOCK].tolist()
         for i, start, length in zip(idx.tolist(), starts, durs, strict=True):
             while stack_end and start >= stack_end[-1]:
                 stack.pop()
