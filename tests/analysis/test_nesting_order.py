@@ -60,4 +60,5 @@ def test_child_time_is_the_walks_to_the_last_bit(ts, durs):
     t, d = np.array(ts[:n]), np.array(durs[:n]) * 0.1  # sums of 0.1s: any change of order shows in the bits
     order = nesting_order(t, d)
     walked = ops._child_time_walk(order, t[order], d[order])
-    assert ops._child_time(t, d).tobytes() == walked.tobytes()
+    child = ops._child_time(t, d)
+    assert child.dtype == np.float64 and child.tobytes() == walked.tobytes()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.nesting import direct_parents, nesting_order
+from bridge_plugins.analysis.trace.nesting import direct_parents, in_nesting_order, nesting_order
 
 
 def _per_name(n_names: int, ids: np.ndarray, values: np.ndarray):
@@ -22,16 +22,19 @@ def _per_name(n_names: int, ids: np.ndarray, values: np.ndarray):
 
 def _child_time(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """Per operator, the summed duration of the operators nested directly inside it (same thread)."""
-    order = nesting_order(ts, dur)  # by start, the enclosing (longer) one first
-    starts, durs = ts[order], dur[order]
+    order = None if in_nesting_order(ts, dur) else nesting_order(ts, dur)  # by start, the enclosing one first
+    starts, durs = (ts, dur) if order is None else (ts[order], dur[order])
     with np.errstate(invalid="ignore"):
         ends = starts + durs
     if np.isnan(ends).any():  # -inf + inf: no order to nest by; the walk below decides as it always did
-        return _child_time_walk(order, starts, durs)
+        return _child_time_walk(np.arange(len(ts)) if order is None else order, starts, durs)
     parent = direct_parents(starts, ends)
+    del ends
     inside = parent >= 0
+    parents = parent[inside] if order is None else order[parent[inside]]
     # bincount adds each parent's children in this order, as the walk did: the same sums to the last bit
-    return np.bincount(order[parent[inside]], weights=durs[inside], minlength=len(ts))
+    child = np.bincount(parents, weights=durs[inside], minlength=len(ts))
+    return child.astype(np.float64, copy=False)  # no children at all: bincount gives ints
 
 
 _BLOCK = 65536  # operators turned into Python floats at a time: the loop's memory stays flat
