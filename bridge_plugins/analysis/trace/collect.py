@@ -195,7 +195,8 @@ class Collector:
         self.on_header({})
 
     def on_header(self, header: dict) -> None:
-        self.data, self._ids = Collected(header=header if isinstance(header, dict) else {}), {}
+        self.data = Collected(header=header if isinstance(header, dict) else {})
+        self._ids: dict[str, int] = {}  # name -> index into data.names
         self._shared: dict[str | None, int] = {}  # kernel type (None: CPU) -> id shared past MAX_NAMES
         self._threads: dict[tuple[Hashable, Hashable], int] = {}  # (pid, tid) -> index into data.threads
 
@@ -245,9 +246,8 @@ class Collector:
                 if name in _GPU_SYNC_NAMES:
                     continue
                 key = (e.pid, e.tid)
-                thread = threads_get(key)
-                if thread is None:
-                    thread = self._thread(key)
+                known = threads_get(key)
+                thread = self._thread(key) if known is None else known
                 i = ids_get(name)
                 cpu_corr_name.append(self._id(name, False) if i is None else i)
                 cpu_corr.append(corr)
@@ -263,9 +263,8 @@ class Collector:
             if table is not None:
                 if thread < 0:
                     key = (e.pid, e.tid)
-                    thread = threads_get(key)
-                    if thread is None:
-                        thread = self._thread(key)
+                    known = threads_get(key)
+                    thread = self._thread(key) if known is None else known
                 arrays = tails.get((cat, thread))
                 if arrays is None:
                     arrays = tails[cat, thread] = table.tail(d.threads[thread])
