@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 import msgspec
 import numpy as np
 
-from bridge_plugins.analysis.trace.malloc import return_freed_memory
 from bridge_plugins.analysis.trace.spill import SPILL_AT, Spill, ThreadColumns, columns
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
@@ -193,7 +192,6 @@ class Collector:
     read ``.data``."""
 
     def __init__(self) -> None:
-        return_freed_memory()  # a trace's analysis makes many big short-lived arrays (malloc.py)
         self.on_header({})
 
     def on_header(self, header: dict) -> None:
