@@ -61,6 +61,7 @@ def _per_thread(
         if arrays is None:
             continue
         starts, ends, names = columns(arrays)
+        del arrays  # only its sorted columns from here: one thread's copy at a time
         if keep_name is not None:
             m = keep_name(names)
             starts, ends, names = starts[m], ends[m], names[m]

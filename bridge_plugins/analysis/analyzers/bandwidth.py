@@ -60,9 +60,10 @@ def memory_bandwidth(d: Collected, g: GpuEvents) -> MemoryBandwidth:
     if len(d.mem_index):
         idx = np.frombuffer(d.mem_index, np.int64)
         bw_of[idx], bytes_of[idx] = np.frombuffer(d.mem_bw, np.float64), np.frombuffer(d.mem_bytes, np.float64)
-    names = [d.names[i] for i in g.name[mem].tolist()]
-    kinds = np.array([copy_kind(n) for n in names], dtype=object)
-    pageable = np.array(["Pageable" in n for n in names], dtype=bool)
+    distinct, of_event = np.unique(g.name[mem], return_inverse=True)  # per name, not per copy
+    names = [d.names[i] for i in distinct.tolist()]
+    kinds = np.array([copy_kind(n) for n in names], dtype=object)[of_event]
+    pageable = np.array(["Pageable" in n for n in names], dtype=bool)[of_event]
     ts, dur, bw, nbytes = g.ts[mem], g.dur[mem], bw_of[g.index[mem]], bytes_of[g.index[mem]]
     out = []
     for k in sorted(set(kinds.tolist())):

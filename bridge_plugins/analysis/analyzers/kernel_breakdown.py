@@ -52,11 +52,12 @@ def by_type(g: GpuEvents) -> list[TypeTime]:
     for i, kind in enumerate(KINDS):
         s, e = union(g.ts[g.of_kind(kind)], g.end[g.of_kind(kind)])
         bounds += [s, e]
-        deltas += [np.full(len(s), 1 << i), np.full(len(e), -(1 << i))]
+        deltas += [np.full(len(s), 1 << i, dtype=np.int8), np.full(len(e), -(1 << i), dtype=np.int8)]
     t = np.concatenate(bounds) if bounds else np.zeros(0)
     if len(t) == 0:
         return []
-    delta = np.concatenate(deltas)
+    delta = np.concatenate(deltas)  # int8: a bit per kind (cumsum adds them as int64)
+    del bounds, deltas  # one copy of the bounds at a time: a 1 GB trace has ~10^6 of them
     order = np.lexsort((delta, t))
     t, level = t[order], np.cumsum(delta[order])
     dt = t[1:] - t[:-1]
@@ -77,7 +78,8 @@ def kernel_stats(g: GpuEvents, names: list[str]) -> list[KernelStats]:
     mins, maxs = np.full(n, np.inf), np.full(n, -np.inf)
     np.minimum.at(mins, ids, g.dur)
     np.maximum.at(maxs, ids, g.dur)
-    kind_of = dict(zip(ids.tolist(), g.kind.tolist(), strict=False))
+    distinct, last = np.unique(ids[::-1], return_index=True)  # each name's last event (all share its kind)
+    kind_of = dict(zip(distinct.tolist(), g.kind[len(ids) - 1 - last].tolist(), strict=True))
     rows = []
     for i in np.flatnonzero(calls).tolist():
         c, mean = int(calls[i]), float(total[i] / calls[i])

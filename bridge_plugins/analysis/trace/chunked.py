@@ -20,14 +20,16 @@ from __future__ import annotations
 import gzip
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from types import GenericAlias
+from typing import Any, BinaryIO, Protocol
 
 import msgspec
 
 try:  # ISA-L's gzip is ~3x faster than zlib's, and can decompress in a thread of its own
     from isal import igzip_threaded
 except ImportError:  # pragma: no cover - isal ships wheels for every platform we run on
-    igzip_threaded = None
+    igzip_threaded = None  # type: ignore[assignment]
 
 THREADED_GZIP = 0 if os.environ.get("BRIDGE_PLUGINS_GZIP_THREAD") == "0" else 1
 BLOCK_BYTES = 1 << 20
@@ -43,6 +45,12 @@ _BYTE_AT = re.compile(r"\(byte (\d+)\)")
 _generic = msgspec.json.Decoder()
 
 
+class ByteStream(Protocol):
+    """What the reader reads: a file, or a decompressing one (gzip's, ISA-L's)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class Unreadable(Exception):
     """The file is not a readable trace: ``str(e)`` says what is wrong."""
 
@@ -51,7 +59,7 @@ class NotFast(Exception):
     """This reader cannot place the header; the streaming reader can (and gives the right message)."""
 
 
-def open_stream(raw, gzipped: bool):
+def open_stream(raw: BinaryIO, gzipped: bool) -> ByteStream:
     """``raw`` (a binary file), decompressed if ``gzipped`` (the file name says so): by ISA-L in a
     second thread, which overlaps decompressing the next MB with decoding this one."""
     if not gzipped:
@@ -65,7 +73,7 @@ def open_stream(raw, gzipped: bool):
     return igzip_threaded.open(raw, "rb", threads=THREADED_GZIP)
 
 
-def _blocks(fh) -> Iterator[bytes]:
+def _blocks(fh: ByteStream) -> Iterator[bytes]:
     while block := fh.read(BLOCK_BYTES):
         if block[:1] in _WS_BYTES and block[-1:] in _WS_BYTES and not block.strip(_WS):
             block = b" "  # a block of padding (outside a string: inside one it is past the limit anyway)
@@ -142,7 +150,7 @@ def _header(blocks: Iterator[bytes]) -> tuple[dict, bytes, int]:
     return header, buf[m.end() :], m.end()
 
 
-def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Iterator[tuple[bytes, int, bool]]:
+def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Generator[tuple[bytes, int, bool], bool | None, None]:
     """(``[`` + whole events + ``]``, file offset of its first event, whether it is the last chunk).
 
     When ``decode`` reports "truncated" (the cut fell inside a string or a nested list), the caller
@@ -202,30 +210,33 @@ def _last_chunk(buf: bytes, offset: int) -> bytes:
     raise Unreadable("not valid JSON (the file ends inside traceEvents: cut off while being written or copied?)")
 
 
-def _decode(chunk: bytes, typed: msgspec.json.Decoder | None):
-    """(records, None) or (None, dicts); raises msgspec's errors as they come."""
+def _decode(chunk: bytes, typed: msgspec.json.Decoder | None) -> tuple[bool, list[Any]]:
+    """(True, records) or (False, the JSON values: dicts where they are events); raises msgspec's
+    errors as they come."""
     if typed is not None:
         try:
-            return typed.decode(chunk), None
+            return True, typed.decode(chunk)
         except msgspec.ValidationError:
             pass  # an unexpected type somewhere: the general path reads this chunk
-    return None, _generic.decode(chunk)
+    return False, _generic.decode(chunk)
 
 
 def read_events(
-    fh,
+    fh: ByteStream,
     on_header: Callable[[dict], None],
     on_event: Callable[[dict], None],
     record_type: type | None = None,
     on_records: Callable[[list], None] | None = None,
 ) -> None:
     """Read the binary stream ``fh`` (see module doc). Raises Unreadable or NotFast."""
-    typed = msgspec.json.Decoder(list[record_type]) if record_type is not None else None
+    typed = None
+    if record_type is not None and on_records is not None:
+        typed = msgspec.json.Decoder(GenericAlias(list, (record_type,)))  # list[record_type]
     blocks = _blocks(fh)
     header, rest, offset = _header(blocks)
     on_header(header)
     chunks = _chunks(rest, offset, blocks)
-    extend = None
+    extend: bool | None = None
     while True:
         try:
             chunk, at, last = chunks.send(extend)
@@ -234,12 +245,12 @@ def read_events(
         extend = None
         try:
             try:
-                records, dicts = _decode(chunk, typed)
+                typed_ok, values = _decode(chunk, typed)
             except msgspec.DecodeError as e:
                 if "utf-8" not in str(e).lower():
                     raise
                 # Names are C++ symbols and Python frames: a stray invalid byte must not cost the file.
-                records, dicts = _decode(chunk.decode("utf-8", errors="replace").encode(), typed)
+                typed_ok, values = _decode(chunk.decode("utf-8", errors="replace").encode(), typed)
         except RecursionError:
             raise Unreadable(_too_deep()) from None
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
@@ -247,9 +258,9 @@ def read_events(
                 extend = True  # the cut fell inside a string or a nested list
                 continue
             raise Unreadable(_decode_error(e, at - 1)) from None
-        if records is not None:
-            on_records(records)
+        if typed_ok and on_records is not None:
+            on_records(values)
         else:
-            for d in dicts:
+            for d in values:
                 if isinstance(d, dict):
                     on_event(d)

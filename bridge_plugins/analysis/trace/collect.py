@@ -9,6 +9,11 @@ its ``get_temporal_breakdown``: a complete event (``ph: X``, with ``dur``) whose
 ``stream >= 0`` and a ``correlation >= 0``. Every other complete event is CPU side; those with a
 correlation (the ``cuda_runtime`` launches) are what GPU events are matched against.
 
+The fast reader decodes events as :class:`Event`, whose fields have the types the collector reads
+(NaN or -1 where a value is absent); events in dicts (the streaming reader, or a chunk with a value
+of another type) are first made the same (:func:`event_from_dict`), so one loop decides what is
+kept, with no type checks per event.
+
 What grows with distinct values is bounded, so a hostile trace cannot take the memory
 (docs/limits.md): past ``MAX_NAMES`` distinct names, further names share one entry per kind
 (CPU side, or each GPU kernel type); past ``MAX_THREADS`` threads, further CPU events share one.
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
 import msgspec
@@ -32,8 +37,8 @@ from bridge_plugins.analysis.trace.spill import SPILL_AT, Spill, ThreadColumns, 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _INT64_LIMIT = 2**63
 _NUMBER = (int, float)
-_KEY_TYPES = (int, str)
-_GPU_SYNC_NAMES = ("Event Sync", "Context Sync")  # device-side waits: HTA counts them as neither side
+_NAN = float("nan")
+_GPU_SYNC_NAMES = frozenset(("Event Sync", "Context Sync"))  # device-side waits: HTA counts them as neither side
 MAX_NAMES = 100_000
 MAX_THREADS = 10_000
 MAX_STEPS = 100_000
@@ -41,60 +46,82 @@ _OTHER_THREAD = ("(other threads)", "(other threads)")
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
 _GPU_CATS = {"kernel": GPU_KERNEL, "Kernel": GPU_KERNEL, "gpu_memcpy": GPU_MEMCPY, "Memcpy": GPU_MEMCPY}
 _GPU_CATS.update({"gpu_memset": GPU_MEMSET, "Memset": GPU_MEMSET})
+_NOT_A_STRING = "\0(a category that is not a string)"  # what a dict event's odd ``cat`` becomes: no known one
 
 
-class Args(msgspec.Struct, gc=False):
-    """The ``args`` fields the collector reads (the fast reader decodes only these)."""
+class Args(msgspec.Struct, frozen=True, gc=False):
+    """The ``args`` fields the collector reads (the fast reader decodes only these). -1 and NaN: absent."""
 
-    correlation: int | None = None
-    stream: int | None = None
-    bytes: int | float | None = None  # memcpy/memset
-    bandwidth: int | float | None = msgspec.field(default=None, name="memory bandwidth (GB/s)")
+    correlation: int = -1
+    stream: int = -1
+    bytes: float = _NAN  # memcpy/memset
+    bandwidth: float = msgspec.field(default=_NAN, name="memory bandwidth (GB/s)")
+
+
+_NO_ARGS = Args()
 
 
 class Event(msgspec.Struct, gc=False):
-    """The event fields the collector reads. The fast reader decodes them with these types; an event
-    with other types arrives as a dict and :func:`event_from_dict` keeps its values as they are."""
+    """The event fields the collector reads, in the types it reads them (NaN: no number). The fast
+    reader decodes them so; a chunk with a value of another type arrives as dicts (see
+    :func:`event_from_dict`)."""
 
-    ph: str | None = None
+    ph: str = ""
     cat: str | None = None
-    name: str | None = None
-    ts: float | None = None
-    dur: float | None = None
+    name: str = ""
+    ts: float = _NAN
+    dur: float = _NAN
     pid: int | str | None = None
     tid: int | str | None = None
-    args: Args | None = None
+    args: Args = _NO_ARGS
 
 
-def event_from_dict(e: dict) -> Event:
-    """An Event holding a dict event's values unchecked (the collector checks their types)."""
-    a = e.get("args")
-    if type(a) is dict:
-        args = Args(a.get("correlation"), a.get("stream"), a.get("bytes"), a.get("memory bandwidth (GB/s)"))
-    else:
-        args = None
-    g = e.get
-    return Event(g("ph"), g("cat"), g("name"), g("ts"), g("dur"), g("pid"), g("tid"), args)
-
-
-def _int(value, default: int = -1) -> int:
+def _int(value: object, default: int = -1) -> int:
     try:
-        return int(value)
+        return int(value)  # type: ignore[call-overload]  # anything JSON holds; what int() refuses is the default
     except (TypeError, ValueError):
         return default
 
 
-def _float_or_nan(value) -> float:
+def _float_or_nan(value: object) -> float:
     try:
-        return float(value) if type(value) in _NUMBER else float("nan")
+        return float(value) if type(value) in _NUMBER else _NAN  # type: ignore[arg-type]  # int or float
     except OverflowError:
-        return float("nan")
+        return _NAN
 
 
-def _hashable(value):
+def _hashable(value: object) -> Hashable:
     """A pid/tid as a dict key: Kineto writes ints or strings; a list or object from a hand-edited
     or foreign trace becomes its text rather than a TypeError."""
     return value if value is None or isinstance(value, (int, float, str)) else str(value)
+
+
+def _int_or_none(value: object) -> int:
+    """A correlation or stream as an int: -1 when absent, what ``int()`` makes of a number or a
+    numeric string, else -1."""
+    return -1 if value is None else value if type(value) is int else _int(value)
+
+
+def event_from_dict(e: dict) -> Event:
+    """A dict event as an :class:`Event` with the values the collector reads: a time that is not a
+    number becomes NaN (the event is dropped), a name that is not a string its text, a
+    correlation or stream in a string that number, a category that is not a string one that
+    matches no known category."""
+    ts, dur = _float_or_nan(e.get("ts")), _float_or_nan(e.get("dur"))
+    cat = e.get("cat")
+    if cat is not None and type(cat) is not str:
+        cat = _NOT_A_STRING
+    name = e.get("name")
+    if type(name) is not str:
+        name = "" if name is None else str(name)
+    a, args = e.get("args"), _NO_ARGS
+    if type(a) is dict:
+        corr = _int_or_none(a.get("correlation"))
+        stream = _int_or_none(a.get("stream")) if corr >= 0 else -1
+        bw = a.get("memory bandwidth (GB/s)")
+        args = Args(corr, stream, _float_or_nan(a.get("bytes")), _float_or_nan(bw))
+    pid, tid = _hashable(e.get("pid")), _hashable(e.get("tid"))
+    return Event("X" if e.get("ph") == "X" else "", cat, name, ts, dur, pid, tid, args)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -105,7 +132,7 @@ class Collected:
     events: int = 0
     names: list[str] = field(default_factory=list)
     steps: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> duration (us)
-    profiler_step_names: set = field(default_factory=set)  # every name containing ProfilerStep (HTA's test)
+    profiler_step_names: set[str] = field(default_factory=set)  # every name containing ProfilerStep (HTA's test)
     last_profiler_step_end: float | None = None
     gpu_ts: array = field(default_factory=lambda: array("d"))
     gpu_dur: array = field(default_factory=lambda: array("d"))
@@ -124,7 +151,9 @@ class Collected:
     cpu_corr_name: array = field(default_factory=lambda: array("i"))
     cpu_corr_thread: array = field(default_factory=lambda: array("i"))  # index into ``threads``
     cpu_corr_spilled: Spill | None = None  # their earlier elements, moved to a temporary file
-    threads: list[tuple] = field(default_factory=list)  # (pid, tid) of CPU threads, by first appearance
+    threads: list[tuple[Hashable, Hashable]] = field(
+        default_factory=list
+    )  # (pid, tid) of CPU threads, by first appearance
     # per thread (pid, tid) -> (ts, dur, name id), spill-aware (table[key] gives whole columns):
     ops: ThreadColumns = field(default_factory=ThreadColumns)  # CPU operators, for self time
     py: ThreadColumns = field(default_factory=ThreadColumns)  # Python frames (traces recorded with_stack)
@@ -166,11 +195,87 @@ class Collector:
         self.on_header({})
 
     def on_header(self, header: dict) -> None:
-        self.data, self._ids = Collected(header=header if isinstance(header, dict) else {}), {}
+        self.data = Collected(header=header if isinstance(header, dict) else {})
+        self._ids: dict[str, int] = {}  # name -> index into data.names
         self._shared: dict[str | None, int] = {}  # kernel type (None: CPU) -> id shared past MAX_NAMES
-        self._threads: dict[tuple, int] = {}  # (pid, tid) -> index into data.threads
+        self._threads: dict[tuple[Hashable, Hashable], int] = {}  # (pid, tid) -> index into data.threads
 
-    def _thread(self, key: tuple) -> int:
+    def on_event(self, e: dict) -> None:
+        """One event as a dict (the streaming reader's and odd events' path)."""
+        self.on_records([event_from_dict(e)])
+
+    def on_records(self, records: list[Event]) -> None:
+        """Called with every chunk of a big file: written for speed (one loop, the arrays' appends
+        bound once, one attribute read per field, no type checks: :class:`Event` has the types)."""
+        d, ids, threads = self.data, self._ids, self._threads
+        d.events += len(records)
+        ids_get, threads_get = ids.get, threads.get
+        gpu_name, gpu_ts, gpu_dur, gpu_corr = d.gpu_name, d.gpu_ts, d.gpu_dur, d.gpu_corr
+        gpu_stream, gpu_cat = d.gpu_stream, d.gpu_cat
+        cpu_corr, cpu_corr_ts, cpu_corr_dur, cpu_corr_name = d.cpu_corr, d.cpu_corr_ts, d.cpu_corr_dur, d.cpu_corr_name
+        cpu_corr_thread = d.cpu_corr_thread
+        tables = {"cpu_op": d.ops, "python_function": d.py, "user_annotation": d.annotations}
+        tails: dict[tuple[str, int], tuple[array, array, array]] = {}  # (cat, thread) -> its table's columns
+        for e in records:
+            if e.ph != "X":
+                continue
+            cat, ts, dur = e.cat, e.ts, e.dur
+            if cat is None or cat == "Trace" or ts != ts or dur != dur:  # no category, or a time NaN: none
+                continue
+            name, args = e.name, e.args
+            corr = args.correlation
+            thread = -1
+            if corr >= 0:
+                if corr >= _INT64_LIMIT:
+                    continue  # no launch has such an id, and it would not fit the arrays
+                stream = args.stream
+                if stream >= 0:
+                    i = ids_get(name)
+                    gpu_name.append(self._id(name, True) if i is None else i)
+                    gpu_ts.append(ts)
+                    gpu_dur.append(dur)
+                    gpu_corr.append(corr)
+                    gpu_stream.append(stream if stream < _INT64_LIMIT else _INT64_LIMIT - 1)
+                    kind = _GPU_CATS.get(cat, GPU_OTHER)
+                    gpu_cat.append(kind)
+                    if kind in (GPU_MEMCPY, GPU_MEMSET):
+                        d.mem_index.append(len(gpu_ts) - 1)
+                        d.mem_bytes.append(args.bytes)
+                        d.mem_bw.append(args.bandwidth)
+                    continue
+                if name in _GPU_SYNC_NAMES:
+                    continue
+                key = (e.pid, e.tid)
+                known = threads_get(key)
+                thread = self._thread(key) if known is None else known
+                i = ids_get(name)
+                cpu_corr_name.append(self._id(name, False) if i is None else i)
+                cpu_corr.append(corr)
+                cpu_corr_ts.append(ts)
+                cpu_corr_dur.append(dur)
+                cpu_corr_thread.append(thread)
+                if len(cpu_corr) >= SPILL_AT:
+                    d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
+                    d.cpu_corr_spilled.write(d._cpu_tail())
+            if "ProfilerStep" in name:
+                self._profiler_step(name, cat == "user_annotation", ts, dur)
+            table = tables.get(cat)
+            if table is not None:
+                if thread < 0:
+                    key = (e.pid, e.tid)
+                    known = threads_get(key)
+                    thread = self._thread(key) if known is None else known
+                arrays = tails.get((cat, thread))
+                if arrays is None:
+                    arrays = tails[cat, thread] = table.tail(d.threads[thread])
+                i = ids_get(name)
+                arrays[2].append(self._id(name, False) if i is None else i)
+                arrays[0].append(ts)
+                arrays[1].append(dur)
+                if len(arrays[0]) >= SPILL_AT:
+                    table.spill(d.threads[thread])
+
+    def _thread(self, key: tuple[Hashable, Hashable]) -> int:
         """The index of a new thread, or of the one entry threads past MAX_THREADS share."""
         if len(self._threads) >= MAX_THREADS:
             key = _OTHER_THREAD
@@ -202,101 +307,14 @@ class Collector:
                 self.data.name_types[i] = kind
         return i
 
-    def on_event(self, e: dict) -> None:
-        """One event as a dict (the streaming reader's and odd events' path)."""
-        self.on_records([event_from_dict(e)])
-
-    def on_records(self, records: list[Event]) -> None:
-        """Called with every chunk of a big file: written for speed (one loop, the arrays' appends
-        bound once, one attribute read per field)."""
-        d, ids, threads = self.data, self._ids, self._threads
-        d.events += len(records)
-        gpu_name, gpu_ts, gpu_dur, gpu_corr = d.gpu_name, d.gpu_ts, d.gpu_dur, d.gpu_corr
-        gpu_stream, gpu_cat = d.gpu_stream, d.gpu_cat
-        cpu_corr, cpu_corr_ts, cpu_corr_dur, cpu_corr_name = d.cpu_corr, d.cpu_corr_ts, d.cpu_corr_dur, d.cpu_corr_name
-        cpu_corr_thread = d.cpu_corr_thread
-        tables = {"cpu_op": d.ops, "python_function": d.py, "user_annotation": d.annotations}
-        for e in records:
-            if e.ph != "X":
-                continue
-            cat, ts, dur = e.cat, e.ts, e.dur
-            if cat is None or cat == "Trace" or type(ts) not in _NUMBER or type(dur) not in _NUMBER:
-                continue
-            if type(ts) is not float or type(dur) is not float:  # ints from a dict event
-                try:
-                    ts, dur = float(ts), float(dur)
-                except OverflowError:  # past float range: not a real event (checked before any append)
-                    continue
-            name = e.name
-            if type(name) is not str:
-                name = "" if name is None else str(name)
-            args = e.args
-            corr = -1 if args is None or args.correlation is None else args.correlation
-            if type(corr) is not int:
-                corr = _int(corr)
-            if corr >= _INT64_LIMIT:
-                continue  # no launch has such an id, and it would not fit the arrays
-            thread = -1
-            if corr >= 0:
-                stream = args.stream
-                if type(stream) is not int:
-                    stream = -1 if stream is None else _int(stream)
-                if stream >= 0:
-                    i = ids.get(name)
-                    gpu_name.append(self._id(name, True) if i is None else i)
-                    gpu_ts.append(ts)
-                    gpu_dur.append(dur)
-                    gpu_corr.append(corr)
-                    gpu_stream.append(stream if stream < _INT64_LIMIT else _INT64_LIMIT - 1)
-                    kind = _GPU_CATS.get(cat, GPU_OTHER) if type(cat) is str else GPU_OTHER
-                    gpu_cat.append(kind)
-                    if kind in (GPU_MEMCPY, GPU_MEMSET):
-                        d.mem_index.append(len(gpu_ts) - 1)
-                        d.mem_bytes.append(_float_or_nan(args.bytes))
-                        d.mem_bw.append(_float_or_nan(args.bandwidth))
-                    continue
-                if name in _GPU_SYNC_NAMES:
-                    continue
-                thread = self._thread_of(e, threads)
-                i = ids.get(name)
-                cpu_corr_name.append(self._id(name, False) if i is None else i)
-                cpu_corr.append(corr)
-                cpu_corr_ts.append(ts)
-                cpu_corr_dur.append(dur)
-                cpu_corr_thread.append(thread)
-                if len(cpu_corr) >= SPILL_AT:
-                    d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
-                    d.cpu_corr_spilled.write(d._cpu_tail())
-            if "ProfilerStep" in name:
-                self._profiler_step(name, cat, ts, dur)
-            table = tables.get(cat) if type(cat) is str else None
-            if table is not None:
-                key = d.threads[self._thread_of(e, threads) if thread < 0 else thread]
-                arrays = table.tails.get(key) or table.tail(key)
-                i = ids.get(name)
-                arrays[2].append(self._id(name, False) if i is None else i)
-                arrays[0].append(ts)
-                arrays[1].append(dur)
-                if len(arrays[0]) >= SPILL_AT:
-                    table.spill(key)
-
-    def _thread_of(self, e: Event, threads: dict) -> int:
-        pid, tid = e.pid, e.tid
-        key = (
-            pid if type(pid) in _KEY_TYPES else _hashable(pid),
-            tid if type(tid) in _KEY_TYPES else _hashable(tid),
-        )
-        i = threads.get(key)
-        return self._thread(key) if i is None else i
-
-    def _profiler_step(self, name: str, cat, ts: float, dur: float) -> None:
+    def _profiler_step(self, name: str, annotation: bool, ts: float, dur: float) -> None:
         d = self.data
         if len(d.profiler_step_names) < 2:  # only whether there are two matters (gpu_breakdown)
             d.profiler_step_names.add(name)
         if d.last_profiler_step_end is None or ts + dur > d.last_profiler_step_end:
             d.last_profiler_step_end = ts + dur
         m = STEP_RE.match(name)
-        if m and cat == "user_annotation":
+        if m and annotation:
             n = int(m.group(1))
             if (len(d.steps) < MAX_STEPS or n in d.steps) and dur >= d.steps.get(n, 0.0):
                 d.steps[n], d.step_ts[n] = dur, ts

@@ -112,8 +112,11 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """The union of intervals [start, end) as sorted, disjoint intervals (touching ones merged)."""
     if len(starts) == 0:
         return starts, ends
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
+    if bool(np.all(starts[1:] >= starts[:-1])):  # already sorted (a thread's operators): no copies
+        s, e = starts, ends
+    else:
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
     new = np.ones(len(s), dtype=bool)
     new[1:] = s[1:] > np.maximum.accumulate(e)[:-1]
     return s[new], np.maximum.reduceat(e, np.flatnonzero(new))

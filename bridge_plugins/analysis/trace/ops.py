@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
+from bridge_plugins.analysis.trace.nesting import direct_parents, in_nesting_order, nesting_order
 
 if TYPE_CHECKING:
     from bridge_plugins.analysis.schema import KernelRow, OpRow
@@ -23,18 +24,34 @@ def _per_name(n_names: int, ids: np.ndarray, values: np.ndarray) -> tuple[np.nda
     return np.bincount(ids, weights=values, minlength=n_names), np.bincount(ids, minlength=n_names)
 
 
+def _child_time(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Per operator, the summed duration of the operators nested directly inside it (same thread)."""
+    order = None if in_nesting_order(ts, dur) else nesting_order(ts, dur)  # by start, the enclosing one first
+    starts, durs = (ts, dur) if order is None else (ts[order], dur[order])
+    with np.errstate(invalid="ignore"):
+        ends = starts + durs
+    if np.isnan(ends).any():  # -inf + inf: no order to nest by; the walk below decides as it always did
+        return _child_time_walk(np.arange(len(ts)) if order is None else order, starts, durs)
+    parent = direct_parents(starts, ends)
+    del ends
+    inside = parent >= 0
+    parents = parent[inside] if order is None else order[parent[inside]]
+    # bincount adds each parent's children in this order, as the walk did: the same sums to the last bit
+    child = np.bincount(parents, weights=durs[inside], minlength=len(ts))
+    return child.astype(np.float64, copy=False)  # no children at all: bincount gives ints
+
+
 _BLOCK = 65536  # operators turned into Python floats at a time: the loop's memory stays flat
 
 
-def _child_time(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """Per operator, the summed duration of the operators nested directly inside it (same thread)."""
-    order = np.lexsort((-dur, ts))  # by start, the enclosing (longer) one first
+def _child_time_walk(order: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """_child_time by a walk with a stack of open operators (``ts``, ``dur`` in ``order``)."""
     child = array("d", [0.0]) * len(ts)
     stack: list[int] = []
     stack_end: list[float] = []
     for at in range(0, len(order), _BLOCK):
         idx = order[at : at + _BLOCK]
-        starts, durs = ts[idx].tolist(), dur[idx].tolist()
+        starts, durs = ts[at : at + _BLOCK].tolist(), dur[at : at + _BLOCK].tolist()
         for i, start, length in zip(idx.tolist(), starts, durs, strict=True):
             while stack_end and start >= stack_end[-1]:
                 stack.pop()

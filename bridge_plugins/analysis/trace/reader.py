@@ -19,33 +19,45 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, cast
 
 import ijson
 
 from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
 try:
     from bridge_plugins.analysis.trace import chunked
 except ImportError:  # pragma: no cover - msgspec is a dependency; the streaming reader still works
-    chunked = None
+    chunked = None  # type: ignore[assignment]
 
+_ijson: ModuleType
 try:  # the C backend is ~10x faster; fall back to whatever ijson picked
     _ijson = ijson.get_backend("yajl2_c")
 except (ImportError, ValueError):
     _ijson = ijson
-_python_backend = ijson.get_backend("python")
+_python_backend: ModuleType = ijson.get_backend("python")
 MAX_DEPTH = 1000  # nesting the streaming reader accepts (docs/limits.md)
 _GZIP_ERRORS: tuple[type[BaseException], ...] = (zlib.error,)
 try:
     from isal.isal_zlib import error as _isal_error
 
-    _GZIP_ERRORS += (_isal_error,)
+    _GZIP_ERRORS += (cast(type[BaseException], _isal_error),)  # its stub calls it an instance
 except ImportError:  # pragma: no cover
     pass
+_READ_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    EOFError,
+    ValueError,
+    *_GZIP_ERRORS,
+)  # what reading a file may raise
 
 
 class TraceError(AnalysisInputError):
@@ -53,25 +65,28 @@ class TraceError(AnalysisInputError):
 
 
 @contextmanager
-def _open(path: Path, replace_bad_utf8: bool = False):
+def _open(path: Path, replace_bad_utf8: bool = False) -> Iterator[IO[bytes] | io.RawIOBase]:
     with open_regular(path) as raw:
-        fh = gzip.GzipFile(fileobj=raw, mode="rb") if path.name.endswith(".gz") else raw
+        fh: IO[bytes] | io.RawIOBase = (
+            cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb")) if path.name.endswith(".gz") else raw
+        )
         if replace_bad_utf8:
             # Names in traces are C++ symbols and Python frames; a stray invalid byte must not cost the file.
-            fh = _Utf8Bytes(io.TextIOWrapper(fh, encoding="utf-8", errors="replace"))
+            fh = _Utf8Bytes(io.TextIOWrapper(cast(IO[bytes], fh), encoding="utf-8", errors="replace"))
         yield fh
 
 
 class _Utf8Bytes(io.RawIOBase):
     """Re-encode a text stream (invalid bytes already replaced) to UTF-8 for ijson's byte reader."""
 
-    def __init__(self, text):
+    def __init__(self, text: io.TextIOWrapper) -> None:
         self._text, self._pending = text, b""
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def read(self, n=-1):
+    def read(self, n: int | None = -1, /) -> bytes:
+        n = -1 if n is None else n
         while n < 0 or len(self._pending) < n:
             chunk = self._text.read(65536 if n < 0 else max(n, 65536))
             if not chunk:
@@ -80,12 +95,13 @@ class _Utf8Bytes(io.RawIOBase):
         out, self._pending = (self._pending, b"") if n < 0 else (self._pending[:n], self._pending[n:])
         return out
 
-    def readinto(self, b):  # what yajl2_c calls (a RawIOBase without it raises NotImplementedError)
-        out = self.read(len(b))
-        b[: len(out)] = out
+    def readinto(self, b: WriteableBuffer, /) -> int:  # what yajl2_c calls (RawIOBase's raises NotImplementedError)
+        view = memoryview(b).cast("B")
+        out = self.read(len(view))
+        view[: len(out)] = out
         return len(out)
 
-    def close(self):
+    def close(self) -> None:
         self._text.close()
         super().close()
 
@@ -94,11 +110,18 @@ def _too_deep(limit: int) -> TraceError:
     return TraceError(f"JSON nested too deeply (more than {limit} levels; see docs/limits.md)")
 
 
-def _stream(fh, backend, on_header, on_event, limit: int = MAX_DEPTH) -> None:
+def _stream(
+    fh: IO[bytes] | io.RawIOBase,
+    backend: ModuleType,
+    on_header: Callable[[dict], None],
+    on_event: Callable[[dict], None],
+    limit: int = MAX_DEPTH,
+) -> None:
     """One pass of ijson's ``basic_parse``: the top-level keys before ``traceEvents`` go to
     ``on_header``, then each object in it to ``on_event``. Not ``parse``/``items``: their prefixes
     grow with the nesting, so 200,000 levels take GBs before any check could run."""
-    depth, key, header, in_events = 0, None, {}, False
+    depth, key, in_events = 0, None, False
+    header: dict = {}
     builder, whole_at = None, 0  # a header value or an event being built, whole when depth is whole_at
     for n, (event, value) in enumerate(backend.basic_parse(fh, use_float=True)):
         if event == "start_map" or event == "start_array":
@@ -149,7 +172,7 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def _retry_with(e: BaseException, replace_bad_utf8: bool, backend) -> tuple[bool, object] | None:
+def _retry_with(e: BaseException, replace_bad_utf8: bool, backend: ModuleType) -> tuple[bool, ModuleType] | None:
     """The next way to read a file that failed with ``e``, or None if no other way can help.
 
     yajl2_c refuses invalid UTF-8 and integers past 64 bits (Kineto writes uint64 addresses), both
@@ -212,5 +235,5 @@ def read_trace(
         raise TraceError(f"{path}: {e}") from None
     except NotARegularFile as e:
         raise TraceError(f"{path}: {e}") from None
-    except (OSError, EOFError, ValueError, *_GZIP_ERRORS) as e:
+    except _READ_ERRORS as e:
         raise TraceError(f"{path}: {_describe(e)}") from None

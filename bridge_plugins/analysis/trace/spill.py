@@ -47,7 +47,7 @@ class Spill:
                 if col is None:
                     self._file.seek(size * c.itemsize, 1)
                 else:
-                    self._file.readinto(memoryview(col[at : at + size]).cast("B"))
+                    self._file.readinto(col[at : at + size].data.cast("B"))
             at += size
         for i, col in out.items():
             c = tail[i]
