@@ -1,41 +1,8 @@
 """``summarize(paths)``: every figure of ``bridge-plugins summary``, as one typed Summary (analysis.schema).
 
-Schema (``"schema": "bridge-plugins.summary/1"``, ``"schema_version": 2``; times in microseconds,
-floats; None where a figure does not apply). The terminal tables, the HTML report and ``compare``
-all read this Summary. Version 2 adds ``findings`` (typed Finding objects) and, per trace, ``analyses``
-(a typed TraceAnalyses): docs/analysis-schema.md. Version-1 fields::
-
-    {
-      "schema": "bridge-plugins.summary/1",
-      "inputs": [str],                      # paths as given
-      "traces": [                           # one per trace file read, by rank then file
-        {
-          "file": str, "rank": int,
-          "rank_source": "distributedInfo" | "file name" | "none (numbered in input order)",
-          "world_size": int | None, "events": int,
-          "steps": {"captured": [int], "count": int, "min_us", "median_us", "max_us": float | None,
-                    "note": str | None},    # note says why there are no step times
-          "per_step": [{"step": int, "time_us": float, "gpu_idle_share": float | None}],  # trace.per_step
-          "gpu": None | {                   # None: a CPU-only trace
-            "span_us", "computation_us", "communication_us", "memory_us", "idle_us",
-            "communication_total_us": float, "gpu_events": int, "gpu_events_dropped": int},
-          "top_cpu_ops": [{"name", "self_us", "total_us", "calls"}],      # by self_us
-          "top_gpu_kernels": [{"name", "type", "total_us", "calls"}],     # by total_us; type is
-                                            # computation | communication | memory | other
-        }
-      ],
-      "cross_rank": [                       # per group of traces that captured the same steps
-        {"steps": [int], "medians": {"step_median_us", "computation_us", "communication_total_us"},
-         "ranks": [{"rank", "file", "step_median_us", "computation_us", "communication_total_us",
-                    "step_vs_median", "computation_vs_median", "communication_vs_median",  # fraction
-                    "straggler": bool, "straggler_reasons": ["step" | "computation"], "waiting": bool}],
-         "stragglers": [int], "waiting": [int]}
-      ],
-      "memory": None | {"snapshots": [str], "files": [...]},  # each file: memory.snapshot.snapshot_figures + "rank"
-      "problems": [{"file": str, "error": str}],   # files skipped, one line each
-    }
-
-See gpu_breakdown (the split and its definitions), stragglers (who is one), steps and ops.
+One object, so the terminal tables, the HTML report, ``compare`` and ``--json`` all show the same
+figures. Its fields, units and versions: docs/analysis-schema.md ("Summary object"); the figures
+come from gpu_breakdown (the split), stragglers (who is one), steps and ops.
 """
 
 from __future__ import annotations

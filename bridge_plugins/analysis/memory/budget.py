@@ -1,12 +1,7 @@
 """A memory budget for reading one snapshot: a crafted pickle of a few megabytes can describe
-gigabytes of objects, so loading and analysing it runs under a data-size limit.
-
-The budget is ``max(MIN_BUDGET, BYTES_PER_FILE_BYTE * file size)`` on top of what the process
-already uses: a snapshot torch wrote takes about 8 times its file size once loaded and replayed
-(807,040 entries in a 30 MB file: 250 MB). The limit is
-the process's ``RLIMIT_DATA`` soft limit, lowered for the duration and restored after, so it
-also applies to other threads meanwhile (the analysis CLI reads snapshots on its main thread).
-Without ``/proc/self/status`` (not Linux) there is no budget.
+gigabytes of objects, so loading and analysing it runs under a data-size limit (``RLIMIT_DATA``,
+restored after). How large, and what it also limits: docs/reliability.md ("Memory snapshots from
+anywhere").
 """
 
 from __future__ import annotations

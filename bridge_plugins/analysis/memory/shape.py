@@ -3,16 +3,8 @@
 A snapshot is input from anywhere, so every value the analysis reads is checked here, once,
 with a message naming the file and the place (``device_traces[0][12].size is a str``): the
 analysis code can then trust its input and never fails with a traceback. Values it does not
-read are never looked at (a deep structure under an unknown key costs nothing).
-
-Limits (a snapshot torch writes stays far below each):
-
-- ``MAX_FRAMES`` frames per stack (Python's default recursion limit is 1,000);
-- ``MAX_STRING`` characters per frame file name or function name, action, state or category;
-- integers within int64; sizes, devices and line numbers not negative; times finite;
-- at most one trace entry per ``MIN_ENTRY_BYTES`` of file: torch writes each entry as its own
-  dict, so more entries than that means one entry object repeated (a crafted file that would
-  make the replay take minutes and gigabytes).
+read are never looked at. The limits (``MAX_FRAMES``, ``MAX_STRING``, ``MIN_ENTRY_BYTES``, int64)
+and why: docs/reliability.md ("Memory snapshots from anywhere").
 """
 
 from __future__ import annotations

@@ -2,17 +2,9 @@
 decode each chunk with msgspec, never holding more than a few MB of the file.
 
 Why chunks: msgspec decodes a whole document at C speed but needs it all in memory; a chunk that
-ends on an event boundary is a small JSON array of its own. A boundary is a ``}`` followed by a
-``,`` and a ``{`` (whitespace allowed); one inside a string or a nested list cannot end a valid
-array, so such a cut fails to decode as "truncated" and the chunk is simply extended. Each chunk is
-decoded into the caller's record type (only the fields it reads: fast), or, when a value has an
-unexpected type, into plain dicts (the caller's general path).
-
-Limits (docs/limits.md): one event, the header, and what follows the events are at most
-``MAX_PIECE_BYTES``; JSON nested deeper than the interpreter's recursion limit is refused (msgspec
-checks it). Runs of whitespace of a whole block are squeezed to one space, so padding costs no
-memory. Every problem is raised as :class:`Unreadable` (what is wrong, without the file name), or
-:class:`NotFast` when the streaming reader should try (a header this reader cannot place).
+ends on an event boundary is a small JSON array of its own. How a boundary is found, the limits
+(``MAX_PIECE_BYTES``, nesting, whitespace) and the errors (:class:`Unreadable`, :class:`NotFast`
+for the streaming reader): docs/limits.md ("How a trace is read").
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """One pass over a trace's events, keeping only the few numbers each analysis needs, compactly.
 
-Why a collector: the trace is streamed once (see trace_reader), so everything the figures need
+Why a collector: the trace is streamed once (see reader.py), so everything the figures need
 is gathered in that pass into typed arrays (about 30 bytes per kept event instead of a dict of
-~1 KB), and computed at the end with numpy.
-
-Which events are GPU events follows HolisticTraceAnalysis (HTA) so our breakdown agrees with
-its ``get_temporal_breakdown``: a complete event (``ph: X``, with ``dur``) whose ``args`` carry a
-``stream >= 0`` and a ``correlation >= 0``. Every other complete event is CPU side; those with a
-correlation (the ``cuda_runtime`` launches) are what GPU events are matched against.
-
-The fast reader decodes events as :class:`Event`, whose fields have the types the collector reads
-(NaN or -1 where a value is absent); events in dicts (the streaming reader, or a chunk with a value
-of another type) are first made the same (:func:`event_from_dict`), so one loop decides what is
-kept, with no type checks per event.
-
-What grows with distinct values is bounded, so a hostile trace cannot take the memory
-(docs/limits.md): past ``MAX_NAMES`` distinct names, further names share one entry per kind
-(CPU side, or each GPU kernel type); past ``MAX_THREADS`` threads, further CPU events share one.
-The per-event CPU columns (launch calls, and operators, Python frames and annotations per thread)
-spill to temporary files as they grow (spill.py): read them whole through ``cpu_calls``,
-``cpu_correlations``, ``thread_ops`` or the tables' ``table[key]``.
+~1 KB), and computed at the end with numpy. Which events are GPU events (HTA's rule):
+docs/analysis-schema.md; one typed loop for both readers' events, the spilled CPU columns and how
+to read them: docs/architecture.md; the bounds on names and threads: docs/limits.md.
 """
 
 from __future__ import annotations

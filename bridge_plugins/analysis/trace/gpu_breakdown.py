@@ -1,24 +1,8 @@
 """Where a rank's GPU time went: computation, communication, memcpy/memset, idle.
 
-Definitions are HolisticTraceAnalysis's (``get_temporal_breakdown``), so the figures can be checked
-against it (tests/analysis/test_hta.py):
-
-- GPU events count only if launched from the captured steps: when a trace has at least two
-  ProfilerSteps, a GPU event is kept only if its ``correlation`` matches a CPU-side event that
-  starts no later than the end of the last ProfilerStep (HTA with ``include_last_profiler_step``).
-- ``span`` is the last GPU event's end minus the first one's start, over all streams.
-- Kernel types by name: communication ``^nccl.*Kernel``; memory ``^Memcpy|^Memset|^dma``;
-  computation is every other kernel unless its name matches ``^nccl.*Kernel|.*Memcpy|^Memset|.*Sync``
-  (those few are "other", counted with communication in HTA's non-compute time).
-- ``computation`` is the union of computation intervals across streams; ``idle`` is the time in
-  the span when nothing runs on any stream. We split HTA's ``non_compute = span - computation -
-  idle`` further: ``communication`` is time when communication (or other) kernels run and no
-  computation does, ``memory`` is time when only memcpy/memset run. So computation + communication
-  + memory + idle = span. ``communication_total`` is all time with a communication kernel running,
-  hidden under computation or not (what a rank waiting on others spends).
-
-HTA rounds fractional timestamps (ts up, end down) before this; we keep them exact, which differs
-from HTA by at most a microsecond per kernel (0.6 % of the span on the job2 fixture).
+The definitions are HolisticTraceAnalysis's (``get_temporal_breakdown``), so the figures can be
+checked against it (tests/analysis/test_hta.py); which kernels count, the split of HTA's
+non-compute time and where we differ from HTA: docs/analysis-schema.md ("The GPU time breakdown").
 """
 
 from __future__ import annotations

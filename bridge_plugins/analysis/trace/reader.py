@@ -1,17 +1,10 @@
 """Read a Chrome trace (``.json`` or ``.json.gz``) event by event, never holding the file in memory.
 
 Why not ``json.load``: a trace of a long window is GBs of JSON, and a parsed document needs several
-times that in RAM (HTA users report 950 GB for 200 GB of traces). Two readers, both streaming:
-
-- the fast one (:mod:`.chunked`: ISA-L gzip, msgspec on chunks of whole events), used first;
-- ijson's streaming parser (C backend yajl2_c where installed), the fallback for a header the fast
-  one cannot place, or when msgspec is not installed.
-
-The header (``distributedInfo``, ``deviceProperties``...) is what comes before ``traceEvents``, which
-is where Kineto writes it; keys written after the events (``traceName``, ``baseTimeNanoseconds``)
-are not read. Every way a file can be unreadable becomes :class:`TraceError` with a one-line
-message naming the file, so callers can list it and go on with the other files. The limits on
-hostile files (an event's size, nesting depth) are in docs/limits.md.
+times that in RAM. Two streaming readers: the fast one (:mod:`.chunked`) first, ijson as the
+fallback. Every way a file can be unreadable becomes :class:`TraceError` with a one-line message
+naming the file, so callers can list it and go on with the other files. Which reader when, the
+header, and the limits on hostile files: docs/limits.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Start a Python job with its arguments exactly as the task wrote them, where NeMo Run alters them.
 
-On LocalExecutor nothing but this can fix two things NeMo Run 0.11.1 does to a run.Script's argv,
-which Megatron Bridge's override parser rejects (the job would die at start-up):
-
-* ``--quoted``: its torchrun and ft_launcher components ``shlex.quote`` every argument for a shell,
-  and LocalExecutor starts torchrun without one, so ``'profiling.profile_ranks=[0,1]'`` arrives
-  quotes and all. Each argument that ``shlex.quote`` wrote is unquoted once.
-* ``--nsys-postfix``: under nsys it appends an empty argument to the command line. An empty last
-  argument is dropped.
-
-A plugin routes such a run.Script through this file, which is run by path (it imports nothing of
-ours; this directory is ``sys.path[0]`` until the job's own is set, so stdlib only):
-
-    unquote_argv.py [--quoted] [--nsys-postfix] -m MODULE ARGS...   like python -m MODULE ARGS...
-    unquote_argv.py [--quoted] [--nsys-postfix] PATH ARGS...        like python PATH ARGS...
-
-The job then runs with ``sys.argv``, ``sys.path[0]`` and ``__name__`` as Python would have set them.
+On LocalExecutor NeMo Run 0.11.1 shell-quotes a run.Script's arguments with no shell to unquote
+them (``--quoted``) and under nsys appends an empty one (``--nsys-postfix``); Megatron Bridge's
+parser rejects both. Run by path, standard library only, as
+``unquote_argv.py [--quoted] [--nsys-postfix] (-m MODULE | PATH) ARGS...``; the job then sees the
+``sys.argv``, ``sys.path[0]`` and ``__name__`` Python would have set. Details: docs/formats.md.
 """
 
 import os
