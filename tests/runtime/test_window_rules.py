@@ -1,0 +1,182 @@
+"""The window rules through the real controller, fast: which steps a window captures and what it
+says when it is missed, entered late or closed early (resume, skipped steps, a step back, an
+exception, SIGTERM). The backend is the real memory-history one, which on a machine without CUDA
+warns once and records nothing, so a case costs milliseconds; the traces themselves are checked
+in test_controller.py and test_window_properties.py. Mutation testing (scripts/mutation.sh window)
+runs these for every mutant."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+import pytest
+
+from bridge_plugins import ProfilingConfig, ProfilingController
+from bridge_plugins.runtime.steps import NOOP
+
+pytestmark = pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="the memory backend records on CUDA: not the no-op these need"
+)
+
+
+def run(tmp_path, caplog, steps, start, end, rank=0, ranks=(), fail_at=None, on_step=None):
+    """Run ``steps`` through a controller with window [start, end); returns (controller, log lines,
+    the steps whose ``with ctl.step(i)`` got a scope other than the shared no-op)."""
+    cfg = ProfilingConfig(
+        record_memory_history=True,
+        profile_step_start=start,
+        profile_step_end=end,
+        profile_ranks=list(ranks),
+        output_dir=str(tmp_path),
+    )
+    caplog.set_level(logging.INFO, logger="bridge_plugins")
+    scoped = []
+    ctl = ProfilingController(cfg, rank=rank, world_size=4)
+    try:
+        with ctl:
+            for i in steps:
+                scope = ctl.step(i)
+                if scope is not NOOP:
+                    scoped.append(i)
+                with scope:
+                    if on_step is not None:
+                        on_step(i)
+                    if i == fail_at:
+                        raise ValueError(f"boom at {i}")
+    except ValueError:
+        pass
+    lines = [r.getMessage() for r in caplog.records if "CUDA is not available" not in r.getMessage()]
+    return ctl, lines, scoped
+
+
+def test_a_full_window_captures_exactly_its_steps_and_closes_on_time(tmp_path, caplog):
+    ctl, lines, scoped = run(tmp_path, caplog, range(10), 3, 6)
+    assert ctl.selected is True and ctl.captured_steps == range(3, 6)
+    assert scoped == [3, 4, 5]  # every other step gets the shared no-op: the fast path
+    assert lines == [
+        f"rank 0: profiling steps 3-5 with memory history; artifacts under {tmp_path}",
+        "rank 0: profiling window closed: captured steps 3-5",
+    ]
+
+
+def test_a_one_step_window(tmp_path, caplog):
+    ctl, lines, scoped = run(tmp_path, caplog, range(5), 0, 1)
+    assert ctl.captured_steps == range(0, 1) and scoped == [0]
+    assert lines[-1] == "rank 0: profiling window closed: captured steps 0-0"
+
+
+def test_the_loop_ending_inside_the_window_closes_it_with_what_was_captured(tmp_path, caplog):
+    ctl, lines, _ = run(tmp_path, caplog, range(5), 3, 7)
+    assert ctl.captured_steps == range(3, 5)
+    assert lines[-1] == (
+        "rank 0: profiling window steps 3-6 closed early (the training loop ended after step 4): captured steps 3-4"
+    )
+
+
+def test_a_run_resumed_inside_the_window_captures_the_rest(tmp_path, caplog):
+    ctl, lines, scoped = run(tmp_path, caplog, range(4, 10), 3, 6)
+    assert ctl.captured_steps == range(4, 6) and scoped == [4, 5]
+    assert lines[1:] == [
+        "rank 0: the run starts at step 4, inside the profiling window (steps 3-5): capturing steps 4-5",
+        "rank 0: profiling window closed: captured steps 4-5",
+    ]
+
+
+def test_a_run_resumed_at_the_window_start_is_not_late(tmp_path, caplog):
+    ctl, lines, _ = run(tmp_path, caplog, range(3, 10), 3, 6)
+    assert ctl.captured_steps == range(3, 6) and len(lines) == 2 and "inside" not in lines[1]
+
+
+def test_a_run_resumed_past_the_window_captures_nothing(tmp_path, caplog):
+    ctl, lines, scoped = run(tmp_path, caplog, range(6, 9), 3, 6)
+    assert ctl.captured_steps is None and scoped == []
+    assert lines[1:] == [
+        "rank 0: step 6 is past the profiling window (steps 3-5) that was never opened (a resume past it, or "
+        "skipped steps): the profilers capture nothing; memory history, if on, is snapshotted now and stops"
+    ]
+
+
+def test_a_window_never_reached(tmp_path, caplog):
+    ctl, lines, _ = run(tmp_path, caplog, range(3), 5, 7)
+    assert ctl.captured_steps is None
+    assert lines[1:] == [
+        "rank 0: the profiling window (steps 5-6) was never reached: the training loop ended before step 5; "
+        "nothing was captured by the profilers"
+    ]
+
+
+def test_an_exception_before_the_window_is_named(tmp_path, caplog):
+    ctl, lines, _ = run(tmp_path, caplog, range(10), 5, 7, fail_at=2)
+    assert ctl.captured_steps is None
+    assert lines[-1].endswith(
+        "was never reached: ValueError raised before step 5; nothing was captured by the profilers"
+    )
+
+
+def test_skipping_past_the_end_closes_the_window_early(tmp_path, caplog):
+    ctl, lines, scoped = run(tmp_path, caplog, range(0, 12, 3), 2, 6)
+    assert ctl.captured_steps == range(3, 4) and scoped == [3]
+    assert lines[1:] == [
+        "rank 0: the run starts at step 3, inside the profiling window (steps 2-5): capturing steps 3-5",
+        "rank 0: profiling window steps 2-5 closed early (step 6 came after step 3, skipping past the window "
+        "end): captured steps 3-3",
+    ]
+
+
+def test_a_step_back_closes_the_window(tmp_path, caplog):
+    ctl, lines, scoped = run(tmp_path, caplog, [3, 4, 4, 5], 3, 6)
+    assert ctl.captured_steps == range(3, 5) and scoped == [3, 4]
+    assert lines[-1] == (
+        "rank 0: profiling window steps 3-5 closed early (step 4 came after step 4, going back (a file's steps "
+        "must match its name)): captured steps 3-4"
+    )
+
+
+def test_an_exception_inside_the_window_closes_it_at_that_step(tmp_path, caplog):
+    ctl, lines, _ = run(tmp_path, caplog, range(10), 2, 6, fail_at=3)
+    assert ctl.captured_steps == range(2, 4)
+    assert (
+        lines[-1] == "rank 0: profiling window steps 2-5 closed early (ValueError raised in step 3): captured steps 2-3"
+    )
+
+
+def test_an_unselected_rank_does_nothing(tmp_path, caplog):
+    ctl, lines, scoped = run(tmp_path, caplog, range(10), 3, 6, rank=1, ranks=[0, 2])
+    assert ctl.selected is False and ctl.captured_steps is None and scoped == [] and lines == []
+    ctl, lines, scoped = run(tmp_path, caplog, range(10), 3, 6, rank=2, ranks=[0, 2])
+    assert ctl.selected is True and scoped == [3, 4, 5]
+
+
+def test_ranks_outside_the_world_are_named_by_rank_0(tmp_path, caplog):
+    run(tmp_path, caplog, range(2), 3, 6, ranks=[0, 5])
+    assert "profile_ranks=[0, 5] lists rank(s) [5] outside the world of 4 rank(s) (0..3): they will not profile" in (
+        caplog.text
+    )
+
+
+def test_sigterm_inside_the_window_closes_it_then_reaches_the_previous_handler(tmp_path, caplog):
+    """In-process: the test's own SIGTERM handler is the one the controller hands the signal to."""
+    received = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+    try:
+
+        def sigterm_at_4(i):
+            if i == 4:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        ctl, lines, scoped = run(tmp_path, caplog, range(10), 3, 7, on_step=sigterm_at_4)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert received == [signal.SIGTERM]
+    assert ctl.captured_steps == range(3, 5) and scoped == [3, 4]  # no step after it is profiled
+    assert lines[-1] == (
+        "rank 0: profiling window steps 3-6 closed early (SIGTERM received during step 4): captured steps 3-4"
+    )
+
+
+def test_no_config_or_nothing_on_is_inert(tmp_path):
+    for cfg in (None, ProfilingConfig(output_dir=str(tmp_path))):
+        with ProfilingController(cfg, rank=0) as ctl:
+            assert ctl.step(0) is NOOP and ctl.selected is False and ctl.captured_steps is None
