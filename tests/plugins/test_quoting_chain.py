@@ -35,7 +35,7 @@ def test_shell_layer_is_one_bash_word():
     assert encode("shell", HOSTILE) == "'a b'\"'\"'c\"d\\e$f`g`h!'"
     assert bash_word(encode("shell", HOSTILE)) == HOSTILE
     assert decode("shell", encode("shell", HOSTILE)) == HOSTILE
-    with pytest.raises(ValueError, match="not one shell word"):
+    with pytest.raises(ValueError, match="^not one shell word$"):
         decode("shell", "a b")
     with pytest.raises(ValueError, match="not one shell word"):
         decode("shell", "''''''" + " x")
@@ -51,9 +51,11 @@ def test_double_quoted_layer_is_read_back_by_a_posix_split():
     assert encode("double_quoted", 'a\\b"c') == 'a\\\\b\\"c'
     assert shlex.split('"' + encode("double_quoted", HOSTILE) + '"') == [HOSTILE]  # docker-py's split
     assert decode("double_quoted", 'a\\\\b\\"c') == 'a\\b"c'
-    with pytest.raises(ValueError, match="unescaped backslash"):
+    with pytest.raises(ValueError, match="^unescaped backslash$"):
         decode("double_quoted", "a\\b")
-    with pytest.raises(ValueError, match="unescaped double quote"):
+    with pytest.raises(ValueError, match="^unescaped backslash$"):
+        decode("double_quoted", "a\\Xb")  # only a backslash or a double quote may follow one
+    with pytest.raises(ValueError, match="^unescaped double quote$"):
         decode("double_quoted", 'a"b')
     assert decode("double_quoted", "end\\") == "end"  # a lone trailing backslash: nothing follows it
 
@@ -61,13 +63,15 @@ def test_double_quoted_layer_is_read_back_by_a_posix_split():
 def test_bash_double_quoted_layer_escapes_exactly_backslash_quote_dollar_and_backtick():
     assert encode("bash_double_quoted", "plain/path.x") == "plain/path.x"  # shell-safe: left as is
     assert encode("bash_double_quoted", "a b") == '"a b"'
+    assert encode("bash_double_quoted", "X Y!") == '"X Y!"'  # nothing else is escaped
     assert encode("bash_double_quoted", HOSTILE) == '"a b\'c\\"d\\\\e\\$f\\`g\\`h!"'
     assert bash_word(encode("bash_double_quoted", 'x `echo y` $HOME \\ "')) == 'x `echo y` $HOME \\ "'
     assert decode("bash_double_quoted", "plain") == "plain"
     assert decode("bash_double_quoted", '"a \\$b\\`c\\"d\\\\"') == 'a $b`c"d\\'
     for bad in ("a b", '"a b', 'a b"', '"'):
-        with pytest.raises(ValueError, match="not double-quoted"):
+        with pytest.raises(ValueError, match="^not double-quoted$"):
             decode("bash_double_quoted", bad)
+    assert decode("bash_double_quoted", '"a b\\"') == "a b"  # a lone trailing backslash: nothing follows it
 
 
 def test_macros_layer_survives_template_substitution():
@@ -138,3 +142,12 @@ GPU_METRICS = run.Torchrun(nsys_profile=True, nsys_gpu_metrics=True)
 )
 def test_each_executor_gets_its_chain(executor, launcher, script_arg, layers):
     assert QuotingChain.for_executor(executor, launcher, script_arg=script_arg) == QuotingChain(layers)
+
+
+def test_an_executor_without_traits_is_refused_naming_who_asks():
+    from nemo_run.core.execution.base import Executor
+
+    with pytest.raises(TypeError, match="^bridge_plugins: Executor is not supported"):
+        QuotingChain.for_executor(Executor(), None, script_arg=True)
+    with pytest.raises(TypeError, match="^NsysPlugin: Executor is not supported"):
+        QuotingChain.for_executor(Executor(), None, script_arg=True, owner="NsysPlugin")
