@@ -44,6 +44,9 @@ def main(argv: list[str]) -> int:
                 'also_copy = ["recipes", "benchmarks"]',
                 f"pytest_add_cli_args_test_selection = {entry['tests']!r}".replace("'", '"'),
                 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-x", "-q"]',
+                # a fork of the process that ran the tests (torch's threads) ran some mutants' tests
+                # wrongly: 'survived', yet killed when run alone; forking from a clean server is right
+                'process_isolation = "forkserver"',
             ]
         )
         pyproject.write_text(pyproject.read_text() + section + "\n")

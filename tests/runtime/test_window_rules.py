@@ -2,7 +2,9 @@
 says when it is missed, entered late or closed early (resume, skipped steps, a step back, an
 exception, SIGTERM). The backend is the real memory-history one, which on a machine without CUDA
 warns once and records nothing, so a case costs milliseconds; the traces themselves are checked
-in test_controller.py and test_window_properties.py. Mutation testing (scripts/mutation.sh window)
+in test_controller.py and test_window_properties.py. Which backend calls a window makes, in which
+order and with which steps, is seen through ``Recorder``: a stand-in for a profiler, a Backend
+that only notes its calls. Mutation testing (scripts/mutation.sh window)
 runs these for every mutant."""
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import signal
 import pytest
 
 from bridge_plugins import ProfilingConfig, ProfilingController
+from bridge_plugins.runtime import registry
+from bridge_plugins.runtime.backend import Backend
 from bridge_plugins.runtime.steps import NOOP
 
 pytestmark = pytest.mark.skipif(
@@ -180,3 +184,124 @@ def test_no_config_or_nothing_on_is_inert(tmp_path):
     for cfg in (None, ProfilingConfig(output_dir=str(tmp_path))):
         with ProfilingController(cfg, rank=0) as ctl:
             assert ctl.step(0) is NOOP and ctl.selected is False and ctl.captured_steps is None
+
+
+# ----------------------------------------------------------------------------- the backend calls
+CALLS: list[tuple] = []
+
+
+class Recorder(Backend):
+    """Stand-in for a profiler: notes every call (a real profiler's effects are checked elsewhere)."""
+
+    name = "recorder"
+    fail_in: str | None = None  # the method that raises, for the failure-isolation test
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        CALLS.append((self.name, "init", ctx.rank, ctx.world_size, ctx.output_dir, ctx.trigger, ctx.writer.root))
+
+    def _note(self, *call):
+        CALLS.append((self.name, *call))
+        if call[0] == self.fail_in:
+            raise RuntimeError("planted")
+
+    def on_enter(self):
+        self._note("on_enter")
+
+    def window_begin(self, step):
+        self._note("window_begin", step)
+
+    def step_begin(self, step, first):
+        self._note("step_begin", step, first)
+
+    def step_end(self, step):
+        self._note("step_end", step)
+
+    def window_end(self, first, last, sync):
+        self._note("window_end", first, last, sync)
+
+    def on_exit(self):
+        self._note("on_exit")
+
+    def abort(self):
+        CALLS.append((self.name, "abort"))
+
+
+class Second(Recorder):
+    name = "second"
+    fail_in = None  # never fails
+
+
+@pytest.fixture
+def recorders(monkeypatch):
+    here = f"{__name__}:"
+    entries = (registry.Entry(lambda c: True, here + "Recorder"), registry.Entry(lambda c: True, here + "Second"))
+    monkeypatch.setattr(registry, "BACKENDS", registry.BACKENDS + entries)
+    monkeypatch.setattr(Recorder, "fail_in", None)
+    CALLS.clear()
+    yield CALLS
+    CALLS.clear()
+
+
+def calls_of(name):
+    return [c[1:] for c in CALLS if c[0] == name]
+
+
+def test_backends_open_in_order_close_in_reverse_with_the_window_steps(tmp_path, caplog, recorders):
+    ctl, lines, _ = run(tmp_path, caplog, range(10), 3, 5)
+    assert "with memory history, recorder, second;" in lines[0]
+    assert calls_of("recorder") == [
+        ("init", 0, 4, tmp_path, None, tmp_path),
+        ("on_enter",),
+        ("window_begin", 3),
+        ("step_begin", 3, True),
+        ("step_end", 3),
+        ("step_begin", 4, False),
+        ("step_end", 4),
+        ("window_end", 3, 4, False),
+        ("on_exit",),
+    ]
+    order = [(c[0], c[1]) for c in CALLS if c[1] in ("on_enter", "window_begin", "step_end", "window_end", "on_exit")]
+    assert order == [
+        ("recorder", "on_enter"),
+        ("second", "on_enter"),
+        ("recorder", "window_begin"),
+        ("second", "window_begin"),
+        ("second", "step_end"),  # closing calls run in reverse (LIFO)
+        ("recorder", "step_end"),
+        ("second", "step_end"),
+        ("recorder", "step_end"),
+        ("second", "window_end"),
+        ("recorder", "window_end"),
+        ("recorder", "on_exit"),
+        ("second", "on_exit"),
+    ]
+
+
+def test_sigterm_makes_the_backends_write_synchronously(tmp_path, caplog, recorders):
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        run(tmp_path, caplog, range(10), 3, 7, on_step=lambda i: i == 4 and os.kill(os.getpid(), signal.SIGTERM))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert ("window_end", 3, 4, True) in calls_of("recorder") and calls_of("recorder")[-1] == ("on_exit",)
+    assert ("step_end", 4) not in calls_of("recorder")  # closed from inside the step
+
+
+def test_an_unreached_window_still_finishes_its_backends(tmp_path, caplog, recorders):
+    run(tmp_path, caplog, range(2), 5, 7)
+    assert [c[0] for c in calls_of("recorder")] == ["init", "on_enter", "on_exit"]
+
+
+@pytest.mark.parametrize("method", ["on_enter", "window_begin", "step_begin", "step_end", "window_end", "on_exit"])
+def test_a_failing_backend_is_named_switched_off_and_the_others_go_on(tmp_path, caplog, recorders, method):
+    Recorder.fail_in = method
+    ctl, lines, _ = run(tmp_path, caplog, range(10), 3, 6)
+    said = [line for line in lines if "failed in" in line]
+    assert said == [
+        f"rank 0: recorder failed in {method} (RuntimeError: planted); it is switched off and training continues"
+    ]
+    mine = calls_of("recorder")
+    assert mine[-1] == ("abort",) and [c[0] for c in mine].count(method) == 1  # never called again
+    assert calls_of("second")[-2:] == [("window_end", 3, 5, False), ("on_exit",)]
+    assert ctl.captured_steps == range(3, 6)
