@@ -4,7 +4,8 @@ The repository's tracked files are copied to a temporary directory whose pyproje
 [tool.mutmut] section for the module (mutmut reads its settings only from there), so the working
 tree is never touched. Prints mutmut's per-mutant results and the score: killed / (all but skipped).
 With MUTATION_DIR set, the copy is made there and kept, to look at survivors (``mutmut show NAME``).
-An entry's optional ``run`` (mutant name patterns) restricts the run to those functions' mutants.
+An entry's optional ``run`` (mutant name patterns) restricts the run to those functions' mutants;
+``isolation`` is mutmut's process_isolation (default "fork").
 ``--save`` also writes the results and the score to benchmarks/results/mutation_MODULE.txt.
 """
 
@@ -44,9 +45,10 @@ def main(argv: list[str]) -> int:
                 'also_copy = ["recipes", "benchmarks"]',
                 f"pytest_add_cli_args_test_selection = {entry['tests']!r}".replace("'", '"'),
                 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-x", "-q"]',
-                # a fork of the process that ran the tests (torch's threads) ran some mutants' tests
-                # wrongly: 'survived', yet killed when run alone; forking from a clean server is right
-                'process_isolation = "forkserver"',
+                # "forkserver" where the tests run torch: forking the process that ran them let mutants
+                # pass as 'survived' that failed their tests when run alone
+                f'process_isolation = "{entry.get("isolation", "fork")}"',
+                "timeout_multiplier = 60.0",  # 15 (the default) timed out sound mutants on a loaded machine
             ]
         )
         pyproject.write_text(pyproject.read_text() + section + "\n")

@@ -305,3 +305,50 @@ def test_a_failing_backend_is_named_switched_off_and_the_others_go_on(tmp_path, 
     assert mine[-1] == ("abort",) and [c[0] for c in mine].count(method) == 1  # never called again
     assert calls_of("second")[-2:] == [("window_end", 3, 5, False), ("on_exit",)]
     assert ctl.captured_steps == range(3, 6)
+
+
+def test_from_config_passes_its_arguments_on(tmp_path, caplog):
+    cfg = ProfilingConfig(
+        record_memory_history=True,
+        profile_step_start=1,
+        profile_step_end=2,
+        profile_ranks=[3],
+        output_dir=str(tmp_path),
+    )
+    with ProfilingController.from_config(cfg, rank=3, world_size=4) as ctl:
+        assert (ctl.rank, ctl.world_size, ctl.selected, ctl.config) == (3, 4, True, cfg)
+    with ProfilingController.from_config(None) as ctl:
+        assert ctl.config is None and ctl.step(0) is NOOP
+
+
+def test_an_on_demand_request_opens_a_window_at_its_first_step(tmp_path, caplog, monkeypatch):
+    """The controller's on-demand path: the poller queues the request, the next step accepts it
+    (waited for in the log: an event, not a sleep), and the window opens at exactly its start."""
+    import time
+
+    from bridge_plugins.jobdir.on_demand import POLL_ENV, publish_request
+    from tests.on_demand_support import on_demand_traces
+
+    monkeypatch.setenv(POLL_ENV, "0.01")
+    caplog.set_level(logging.INFO, logger="bridge_plugins")
+    accepted = "rank 1: on-demand request 1 (steps 1000-1001) accepted"
+    cfg = ProfilingConfig(on_demand=True, output_dir=str(tmp_path))
+    scoped = []
+    with ProfilingController(cfg, rank=1, world_size=2) as ctl:
+        publish_request(tmp_path, 1000, 1002, [1], False)
+        step = 0
+        deadline = time.monotonic() + 60
+        while "on-demand request 1 " not in caplog.text and time.monotonic() < deadline:  # accepted, or why not
+            with ctl.step(step):
+                time.sleep(0.002)
+            step += 1
+        assert accepted in caplog.text
+        for step in (999, 1000, 1001, 1002):
+            scope = ctl.step(step)
+            if scope is not NOOP:
+                scoped.append(step)
+            with scope:
+                pass
+    assert scoped == [1000, 1001]
+    [(rank, first, last, path)] = on_demand_traces(tmp_path)[1]
+    assert (rank, first, last) == (1, 1000, 1001) and ctl.artifacts == [path]
