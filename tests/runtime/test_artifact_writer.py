@@ -223,3 +223,17 @@ def test_gzip_round_trip_and_truncation(tmp_path):
     dst.write_bytes(b"not gzip at all")
     with pytest.raises(ValueError, match=r"^the compressed trace is incomplete \(BadGzipFile: "):
         check_gzip_complete(str(dst))
+
+
+def test_a_bare_file_name_is_examined_in_the_current_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert write_failure_cause("rank0.json", 0).startswith("the cause is unknown: the disk has ")
+
+
+def test_kineto_header_takes_the_first_trace_events_key(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"x": 1, "traceEvents": [{"name": "traceEvents", "args": {"traceEvents": 1}}]}')
+    check_kineto_header(str(path))  # a later "traceEvents" (an event's name) is not where the metadata ends
+    path.write_bytes(b'"traceEvents": []}')  # found at offset 0: no metadata object before it
+    with pytest.raises(ValueError, match="^the trace's metadata is not valid JSON"):
+        check_kineto_header(str(path))
