@@ -207,6 +207,9 @@ def test_kineto_header_must_parse(tmp_path):
     check_kineto_header(str(path))
     with pytest.raises(ValueError, match="without a traceEvents list"):
         check_kineto_header(str(path), limit=1 << 20)  # not looked for past the limit (read by the MiB)
+    path.write_bytes(b'{"x": "' + b"a" * (1 << 20) + b'", "traceEvents": []}')  # in the second MiB
+    with pytest.raises(ValueError, match="without a traceEvents list"):
+        check_kineto_header(str(path), limit=1 << 20)
 
 
 def test_gzip_round_trip_and_truncation(tmp_path):
