@@ -138,6 +138,15 @@ def test_a_step_back_closes_the_window(tmp_path, caplog):
     )
 
 
+def test_a_step_back_to_step_0_closes_the_window(tmp_path, caplog):
+    ctl, lines, scoped = run(tmp_path, caplog, [0, 1, 0, 1], 0, 3)
+    assert ctl.captured_steps == range(0, 2) and scoped == [0, 1]
+    assert lines[-1] == (
+        "rank 0: profiling window steps 0-2 closed early (step 0 came after step 1, going back (a file's steps "
+        "must match its name)): captured steps 0-1"
+    )
+
+
 def test_an_exception_inside_the_window_closes_it_at_that_step(tmp_path, caplog):
     ctl, lines, _ = run(tmp_path, caplog, range(10), 2, 6, fail_at=3)
     assert ctl.captured_steps == range(2, 4)
@@ -326,16 +335,18 @@ def test_an_on_demand_request_opens_a_window_at_its_first_step(tmp_path, caplog,
     (waited for in the log: an event, not a sleep), and the window opens at exactly its start."""
     import time
 
-    from bridge_plugins.jobdir.on_demand import POLL_ENV, publish_request
+    from bridge_plugins.jobdir.on_demand import POLL_ENV, publish_request, read_progress
     from tests.on_demand_support import on_demand_traces
 
     monkeypatch.setenv(POLL_ENV, "0.01")
     caplog.set_level(logging.INFO, logger="bridge_plugins")
-    accepted = "rank 1: on-demand request 1 (steps 1000-1001) accepted"
-    cfg = ProfilingConfig(on_demand=True, output_dir=str(tmp_path))
+    accepted = "rank 0: on-demand request 1 (steps 1000-1001) accepted"
+    cfg = ProfilingConfig(
+        on_demand=True, use_pytorch_profiler=True, profile_step_start=0, profile_step_end=1, output_dir=str(tmp_path)
+    )
     scoped = []
-    with ProfilingController(cfg, rank=1, world_size=2) as ctl:
-        publish_request(tmp_path, 1000, 1002, [1], False)
+    with ProfilingController(cfg, rank=0, world_size=2) as ctl:
+        publish_request(tmp_path, 1000, 1002, [0], False)
         step = 0
         deadline = time.monotonic() + 60
         while "on-demand request 1 " not in caplog.text and time.monotonic() < deadline:  # accepted, or why not
@@ -350,5 +361,9 @@ def test_an_on_demand_request_opens_a_window_at_its_first_step(tmp_path, caplog,
             with scope:
                 pass
     assert scoped == [1000, 1001]
-    [(rank, first, last, path)] = on_demand_traces(tmp_path)[1]
-    assert (rank, first, last) == (1, 1000, 1001) and ctl.artifacts == [path]
+    traces = on_demand_traces(tmp_path)
+    [(rank, first, last, path)] = traces[1]
+    assert (rank, first, last) == (0, 1000, 1001)
+    assert ctl.artifacts == [traces[None][0][3], path]  # the configured window's trace is kept too
+    progress = read_progress(tmp_path)  # rank 0 sampled real steps for the trigger
+    assert progress.state == "finished" and isinstance(progress.step, int) and 0 <= progress.step <= 1002
