@@ -17,6 +17,9 @@ from bridge_plugins.jobdir.on_demand import POLL_ENV
 from tests.support import ROOT, clean_env, trace_steps
 
 JOB = ROOT / "tests" / "helpers" / "reliability_job.py"
+PIPES_CLOSE_S = 30
+"""Seconds ``finish`` waits for the job's pipes to close after it exited. A process the job left
+running can hold them open; the checks then run on what was read, as they would have before."""
 
 
 class Job:
@@ -49,8 +52,12 @@ class Job:
         self.lines: list[str] = []
         self.stderr = ""
         self._seen = threading.Condition()
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._readers = [
+            threading.Thread(target=self._read_stdout, daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
 
     def _read_stdout(self) -> None:
         for line in self.proc.stdout:
@@ -79,7 +86,8 @@ class Job:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"job hung: still running {timeout} s later; printed {self.lines}") from None
-        time.sleep(0.2)  # let the reader threads drain the pipes
+        for reader in self._readers:  # they end at the pipes' end of file: every line is read then
+            reader.join(PIPES_CLOSE_S)
         return rc
 
     def left_behind(self) -> list[str]:

@@ -118,7 +118,7 @@ def _errors(what: str, final: Path) -> Iterator[None]:
 def human_size(n: float) -> str:
     """Binary units, as the readers print sizes (``12.5 KiB``): one file, one figure, everywhere."""
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GB":
+        if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"

@@ -134,10 +134,11 @@ class RequestPoller:
                 self._say_once(errors, "on-demand polling", e)
 
     def _say_once(self, said: set[str], what: str, e: Exception) -> None:
-        msg = f"{what} failed ({type(e).__name__}: {e})"
-        if msg not in said:
-            said.add(msg)
-            log.error("rank %d: %s; training continues", self.rank, msg)
+        """Log a failure the first time it happens; by kind and errno, as the message can name a new temp file each poll."""
+        kind = f"{what} {type(e).__name__} {getattr(e, 'errno', None)}"
+        if kind not in said:
+            said.add(kind)
+            log.error("rank %d: %s failed (%s: %s); training continues", self.rank, what, type(e).__name__, e)
 
     def _publish(self, state: str) -> None:
         """Rank 0 writes progress.json from the (step, time) samples the training thread took."""

@@ -428,7 +428,10 @@ def test_a_blocked_progress_file_leaves_no_temp_files_and_rank_0_still_takes_req
     assert len(ctl.artifacts) == 1
     leftovers = [p.name for p in (tmp_path / "on_demand").iterdir() if p.name.startswith(".")]
     assert leftovers == [], leftovers
-    assert caplog.text.count("progress") >= 1
+    # the failed write is reported, once (not every poll), with its cause; so is the final one
+    said = "rank 0: writing on-demand progress failed (IsADirectoryError: "
+    assert caplog.text.count(said) == 1 and "; training continues" in caplog.text.split(said)[1].splitlines()[0]
+    assert "rank 0: writing the final on-demand progress failed (" in caplog.text
 
 
 def test_the_job_accepts_every_step_count_the_trigger_accepts():
@@ -439,3 +442,17 @@ def test_the_job_accepts_every_step_count_the_trigger_accepts():
     assert parse_request(ok).end - parse_request(ok).start == MAX_STEPS
     with pytest.raises(ProtocolError, match=f"must span 1 to {MAX_STEPS} steps"):
         parse_request({**ok, "end": 11 + MAX_STEPS})
+
+
+def test_a_request_for_the_current_step_is_accepted_and_one_for_the_step_before_is_stale(tmp_path, caplog):
+    """The stale boundary: at step 10 a request starting at 10 still gets all its steps (the
+    controller opens the window in this same step); one starting at 9 cannot, and is refused."""
+    from bridge_plugins.jobdir.on_demand import Request
+    from bridge_plugins.runtime.on_demand import Acceptance
+
+    acceptance = Acceptance(ProfilingConfig(on_demand=True, output_dir=str(tmp_path)), 0, 1, tmp_path, False)
+    window = acceptance.window_config(Request(1, 10, 12), step=10)
+    assert window is not None and (window.profile_step_start, window.profile_step_end) == (10, 12)
+    assert acceptance.window_config(Request(2, 20, 22), step=21) is None
+    assert "on-demand request 2 (steps 20-21) ignored: stale, this rank is already at step 21" in caplog.text
+    assert "request 1" not in caplog.text and acceptance.spans == [(10, 12, 1)]
