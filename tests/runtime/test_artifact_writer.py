@@ -125,11 +125,13 @@ def test_a_symlinked_directory_below_the_root_is_refused(tmp_path):
 def test_stage_then_publish_makes_the_missing_directory_and_removes_the_staging(tmp_path):
     writer = ArtifactWriter(tmp_path)
     staging = writer.stage("trace", tmp_path / "a" / "b", "rank0", ".json")
-    assert staging.parent == tmp_path / "a" / "b" and staging.name.startswith(".rank0.")
-    assert staging.name.endswith(".tmp")
-    assert oct(staging.stat().st_mode & 0o777) == "0o700"  # private
+    private = staging.staging  # the private directory the file is written in
+    assert private.parent == tmp_path / "a" / "b" and private.name.startswith(".rank0.")
+    assert private.name.endswith(".tmp")
+    assert oct(private.stat().st_mode & 0o777) == "0o700"
     final = writer.publish("trace", staging, tmp_path / "a" / "b", "rank0", ".json", writes(TRACE))
     assert entries(tmp_path / "a" / "b") == ["rank0.json"] and final.read_bytes() == TRACE
+    assert not private.exists()
 
 
 @pytest.mark.parametrize(
