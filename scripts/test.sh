@@ -7,7 +7,7 @@
 #
 # scripts/test.sh --quick [pytest args]: the developer loop. The same checks, then the tests that
 # need no Slurm cluster, no real launch (torchrun, NeMo Run), no browser and no HTA and are not
-# marked slow, on two workers (pytest-xdist); installs neither Chromium nor HTA.
+# marked slow or big, on two workers (pytest-xdist); installs neither Chromium nor HTA.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -19,7 +19,7 @@ fi
 bash scripts/setup.sh
 if [ "$quick" = 1 ]; then
   # two workers, each test file on one of them (module fixtures are made once, file order kept)
-  set -- -m "not slurm and not integration and not slow" --ignore=tests/analysis/test_hta.py \
+  set -- -m "not slurm and not integration and not slow and not big" --ignore=tests/analysis/test_hta.py \
     --ignore=tests/analysis/test_report_browser.py -n 2 --dist loadfile "$@"
   export BRIDGE_SKIP_SLURM=1
 else

@@ -59,6 +59,7 @@ def test_host_bound_real_on_job2_launch_bound_absent_on_job128():
     assert kinds(gpu("job128"), "host_bound") == []  # its compute stream waits on communication, not the host
 
 
+@pytest.mark.slow  # the recipe fixture trains the recipe four times
 def test_host_bound_real_on_a_slow_input_pipeline_absent_on_a_clean_run(recipe):
     (f,) = kinds(recipe["slow_input"], "host_bound")
     assert f.evidence["gpu"] == "none (CPU-only trace)"
@@ -77,6 +78,7 @@ def test_exposed_communication_real_on_job128_absent_on_job2():
     assert kinds(gpu("job2"), "exposed_communication") == []  # 6 % of its step: under the 10 % bar
 
 
+@pytest.mark.slow  # the recipe fixture trains the recipe four times
 def test_sync_point_real_on_gpu_traces_and_an_item_per_step_absent_on_a_clean_run(recipe):
     (f,) = [x for x in kinds(gpu("job128"), "sync_point") if x.ranks == [0]]
     assert f.evidence["per_step"] == {551: 2, 552: 1}
@@ -116,6 +118,7 @@ def test_straggler_real_on_job128_absent_when_the_ranks_are_alike(tmp_path):
     assert kinds(summarize([tmp_path]), "straggler") == []
 
 
+@pytest.mark.slow  # the recipe fixture trains the recipe four times
 def test_step_variance_real_on_one_slow_step_absent_when_every_step_is_alike(recipe):
     (f,) = kinds(recipe["one_slow_step"], "step_variance")
     assert f.evidence["slowest_step"] == 3 and f.evidence["most_of_the_difference"] == "outside_ops_us"

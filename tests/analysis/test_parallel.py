@@ -54,6 +54,7 @@ def inputs(tmp_path_factory) -> list[Path]:
 
 
 @pytest.mark.parametrize("command", ["summary --json", "summary", "compare --json", "compare"])
+@pytest.mark.slow  # process pools and every subcommand, seconds each
 def test_jobs_gives_the_same_bytes_as_one_process(inputs, tmp_path, command):
     args = command.split()
     if args[0] == "compare":

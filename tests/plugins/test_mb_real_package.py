@@ -34,7 +34,8 @@ from tests.plugins import mb_package
 from tests.plugins.job_argv import job_argv
 from tests.support import FAKE_NSYS, ROOT
 
-pytestmark = pytest.mark.usefixtures("nemo_home")
+# the real Megatron Bridge parsers on every executor: seconds per test
+pytestmark = [pytest.mark.usefixtures("nemo_home"), pytest.mark.slow]
 
 EXECUTORS = {
     "LocalExecutor": lambda: run.LocalExecutor(),

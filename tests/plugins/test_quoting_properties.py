@@ -22,7 +22,8 @@ from recipes.tiny_gpt import tiny_gpt_script
 from tests.launch_support import docker_command, dryrun, local_argv, sbatch, script_tail, slurm
 from tests.support import run_docker_command, run_sbatch_command
 
-pytestmark = pytest.mark.usefixtures("nemo_home")
+# real bash and real NeMo Run executors per example, seconds each (tests/plugins/test_quoting_chain.py is the quick lane's)
+pytestmark = [pytest.mark.usefixtures("nemo_home"), pytest.mark.slow]
 
 SHELL_MEAN = "'\"\\$`!*?[]{}()<>|&;#~ \t\n%=:,"  # what a shell, a macro or YAML could change
 VALUES = st.text(
