@@ -149,12 +149,18 @@ def test_older_protocols_rebuild_sets_and_bytearrays(tmp_path, capsys, protocol)
     assert load_snapshot(path) == data
 
 
-def test_the_refusal_names_the_global_and_says_why_in_full(tmp_path):
-    path = tmp_path / "snap.pickle"
-    path.write_bytes(pickle.dumps({"segments": [_Calls(exec, "1")], "device_traces": []}, protocol=4))
+def _refusal(path: Path, content: bytes) -> str:
+    """The message load_snapshot refuses ``content`` with, written at ``path``."""
+    path.write_bytes(content)
     with pytest.raises(SnapshotFormatError) as e:
         load_snapshot(path)
-    assert str(e.value) == (
+    return str(e.value)
+
+
+def test_the_refusal_names_the_global_and_says_why_in_full(tmp_path):
+    path = tmp_path / "snap.pickle"
+    content = pickle.dumps({"segments": [_Calls(exec, "1")], "device_traces": []}, protocol=4)
+    assert _refusal(path, content) == (
         f"{path}: refusing to load: the pickle references builtins.exec, which a CUDA memory snapshot never "
         "holds (loading it could run code)"
     )
@@ -171,10 +177,7 @@ def test_the_oldest_format_a_bare_list_of_segments_becomes_the_dict(tmp_path):
 
 def test_what_is_not_a_snapshot_is_named_by_its_type_in_full(tmp_path):
     path = tmp_path / "n.pickle"
-    path.write_bytes(pickle.dumps(7, protocol=4))
-    with pytest.raises(SnapshotFormatError) as e:
-        load_snapshot(path)
-    assert str(e.value) == (
+    assert _refusal(path, pickle.dumps(7, protocol=4)) == (
         f"{path}: not a CUDA memory snapshot (a pickled int without a 'segments' list; expected the dict that "
         "torch.cuda.memory._dump_snapshot writes)"
     )
@@ -188,10 +191,8 @@ def test_a_file_that_is_not_there_says_the_os_reason(tmp_path):
 
 def test_a_truncated_pickle_names_what_the_unpickler_raised(tmp_path):
     path = tmp_path / "cut.pickle"
-    path.write_bytes(pickle.dumps({"segments": [1, 2, 3]}, protocol=4)[:-5])
-    with pytest.raises(SnapshotFormatError) as e:
-        load_snapshot(path)
-    assert str(e.value).startswith(f"{path}: not a readable pickle (UnpicklingError: ")
+    message = _refusal(path, pickle.dumps({"segments": [1, 2, 3]}, protocol=4)[:-5])
+    assert message.startswith(f"{path}: not a readable pickle (UnpicklingError: ")
 
 
 def test_only_the_first_bytes_are_read_to_recognise_a_pickle(tmp_path, monkeypatch):
