@@ -519,19 +519,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_main(entry=main) -> None:
-    """Run ``entry`` and exit with its code; Ctrl-C outside cancel_on_ctrl_c (before the launch,
-    or a second one) is one line and exit 130."""
+    """Run ``entry`` and exit with its code. A Ctrl-C before the launch, after the job or a second
+    one (outside cancel_on_ctrl_c's first) is one line and exit 130."""
+    from bridge_plugins.cli.ctrl_c import caused_by_ctrl_c
+    from recipes.ctrl_c import exit_interrupted, exit_on_ctrl_c
+
+    exit_on_ctrl_c()
     try:
         code = entry()
-    except KeyboardInterrupt:
-        print("\n[recipes] interrupted (Ctrl-C)", file=sys.stderr)
-        # Not sys.exit: when the KeyboardInterrupt left code run by exec(str) (dataclasses build
-        # their methods so, and Ctrl-C during imports often lands there), CPython flags it as
-        # unhandled and a ``python -m`` program then dies by SIGINT (exit -2) after any sys.exit.
+    except (KeyboardInterrupt, Exception) as e:
+        if not caused_by_ctrl_c(e):
+            raise
         logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(130)
+        # Not sys.exit: when the KeyboardInterrupt left code run by exec(str) (dataclasses build
+        # their methods so), CPython flags it as unhandled and a ``python -m`` program then dies by
+        # SIGINT (exit -2) after any sys.exit.
+        exit_interrupted()
     sys.exit(code)
 
 

@@ -205,8 +205,14 @@ def _run(
                     continue
                 yield futures[f], outcome
     except BaseException:
+        manager = getattr(pool, "_executor_manager_thread", None)
         for process in list(getattr(pool, "_processes", {}).values()):  # Python 3.14 has terminate_workers()
             process.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
+        # Its manager thread, seeing the workers gone, closes the pool's wake-up pipe; at exit Python
+        # writes to that pipe without the lock the thread holds, and a thread still closing it then
+        # makes "Exception ignored ... Bad file descriptor" (3.11). Let it finish first.
+        if manager is not None:
+            manager.join(timeout=10)
         raise
     pool.shutdown(wait=True)

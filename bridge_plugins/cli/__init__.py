@@ -16,6 +16,7 @@ import sys
 import bridge_plugins
 from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.analysis.parallel import ClusterUnavailable, Workers, usable_cpus
+from bridge_plugins.cli.ctrl_c import caused_by_ctrl_c
 
 SUBCOMMANDS = ["summary", "diagnose", "compare", "memory", "report", "trigger"]
 """Each is bridge_plugins/cli/<name>.py."""
@@ -90,16 +91,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return int(args.run(args) or 0)
     except (UsageError, ClusterUnavailable, AnalysisInputError) as e:  # AnalysisInputError: a trace or snapshot
         print(f"bridge-plugins {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
     except BrokenPipeError:  # `bridge-plugins summary DIR | head`: the reader left, which is fine
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
+    except (KeyboardInterrupt, Exception) as e:
+        if caused_by_ctrl_c(e):  # Ctrl-C: exit 130, no traceback
+            return 130
+        raise
