@@ -71,6 +71,15 @@ def _per_thread(
     return owner
 
 
+def modules_at(d: Collected, thread: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+    """For CPU moments (thread index, time): the name id of the innermost ``nn.Module`` frame
+    running then, or -1; None when the trace has no module frames (recorded without with_stack)."""
+    module_ids = np.array([i for i, n in enumerate(d.names) if n.startswith(MODULE_PREFIX)], dtype=np.int64)
+    if not d.py or not len(module_ids):
+        return None
+    return _per_thread(d.py, d, thread, t, innermost, lambda names: np.isin(names, module_ids))
+
+
 def attribution(d: Collected, g: GpuEvents, calls: CpuCalls) -> Attribution:
     has = g.launch >= 0
     if not has.any():
@@ -78,11 +87,8 @@ def attribution(d: Collected, g: GpuEvents, calls: CpuCalls) -> Attribution:
     li = g.launch[has]
     thread, t, dur = calls.thread[li], calls.ts[li], g.dur[has]
     op = _per_thread(d.ops, d, thread, t, outermost)
-    module_ids = np.array([i for i, n in enumerate(d.names) if n.startswith(MODULE_PREFIX)], dtype=np.int64)
-    modules: list[Owner] = []
-    if d.py and len(module_ids):
-        mod = _per_thread(d.py, d, thread, t, innermost, lambda names: np.isin(names, module_ids))
-        modules = _owners(d.names, mod, dur)
+    mod = modules_at(d, thread, t)
+    modules = _owners(d.names, mod, dur) if mod is not None else []
     attributed = float(dur[op >= 0].sum())
     note = None if d.py else "no Python frames in this trace (recorded without with_stack): no module attribution"
     return Attribution(_owners(d.names, op, dur), modules, attributed, float(g.dur.sum()) - attributed, note)
