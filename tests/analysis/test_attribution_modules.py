@@ -86,9 +86,9 @@ def _event(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args) -> 
     return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def test_gpu_time_goes_to_the_module_whose_frame_was_running_at_the_launch(tmp_path):
-    """Stand-in for a GPU trace recorded with_stack: two modules, one nested in the other; each
-    kernel's time goes to the innermost module running when its launch call ran."""
+def _stand_in_trace(tmp_path: Path) -> Path:
+    """Stand-in for a GPU trace recorded with_stack: two modules, one nested in the other, three
+    kernels (300 us launched inside Linear_0, 120 us inside Block_0 only, 30 us outside both)."""
     events = [
         _event("user_annotation", "ProfilerStep#1", 0, 1000),
         _event("python_function", "nn.Module: Block_0", 10, 500, **{"Python id": 1}),
@@ -107,6 +107,17 @@ def test_gpu_time_goes_to_the_module_whose_frame_was_running_at_the_launch(tmp_p
         )  # fmt: skip
     path = tmp_path / "rank0.pt.trace.json.gz"
     path.write_bytes(gzip.compress(json.dumps({"traceEvents": events, "distributedInfo": {"rank": 0}}).encode()))
+    return path
+
+
+@pytest.fixture
+def stand_in(tmp_path) -> Path:
+    return _stand_in_trace(tmp_path)
+
+
+def test_gpu_time_goes_to_the_module_whose_frame_was_running_at_the_launch(stand_in):
+    """Each kernel's time goes to the innermost module running when its launch call ran."""
+    path = stand_in
     (t,) = summarize([path], top=None)["traces"]
     a = t["analyses"].attribution
     assert [(m.name, m.gpu_us, m.gpu_events) for m in a.modules] == [
@@ -119,3 +130,24 @@ def test_gpu_time_goes_to_the_module_whose_frame_was_running_at_the_launch(tmp_p
         ("aten::add", 30.0),
     ]
     assert a.note is None and a.attributed_us == 450.0 and a.unattributed_us == 0.0
+
+
+def test_the_terminal_and_the_report_name_the_modules(stand_in, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support import ROOT, clean_env
+
+    env = clean_env(PYTHONPATH=str(ROOT), COLUMNS="200")
+    out = subprocess.run(
+        [sys.executable, "-m", "bridge_plugins", "summary", str(stand_in)], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    (line,) = [x for x in out.stdout.splitlines() if "GPU time by module" in x]
+    assert "Linear_0 0.30 ms; Block_0 0.12 ms" in line, line
+    html = tmp_path / "report.html"
+    r = subprocess.run(
+        [sys.executable, "-m", "bridge_plugins", "report", str(stand_in), "-o", str(html)], env=env, capture_output=True
+    )
+    assert r.returncode == 0, r.stderr
+    assert "GPU time by module" in html.read_text() and "Linear_0 0.30 ms; Block_0 0.12 ms" in html.read_text()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
+from bridge_plugins.analysis.analyzers.attribution import MODULE_PREFIX
 
 
 def _ms(us: float | None) -> str:
@@ -73,6 +74,15 @@ def headlines(a: TraceAnalyses) -> list[tuple[str, str]]:
                 "GPU time by CPU op",
                 "; ".join(f"{_short(o.name, 50)} {_ms(o.gpu_us)} ms" for o in top),
                 a.attribution.note,
+            )
+        )
+    if a.attribution is not None and a.attribution.modules:
+        top_modules = a.attribution.modules[:3]
+        rows.append(
+            (
+                "GPU time by module",
+                "; ".join(f"{_short(m.name.removeprefix(MODULE_PREFIX), 50)} {_ms(m.gpu_us)} ms" for m in top_modules),
+                None,
             )
         )
     rows.append(
