@@ -195,7 +195,14 @@ def test_an_on_demand_window_is_built_for_its_request_and_closed_after_the_confi
         Recorder,
         "watch",
         lambda b, call: seen.append(
-            (b.ctx.trigger, call, b.cfg.profile_step_start, b.cfg.profile_step_end, b.cfg.record_memory_history)
+            (
+                b.ctx.trigger,
+                call,
+                b.cfg.profile_step_start,
+                b.cfg.profile_step_end,
+                b.cfg.record_memory_history,
+                b.cfg.output_dir,
+            )
         ),
     )
     monkeypatch.setattr(Recorder, "fail_in", None)
@@ -213,7 +220,9 @@ def test_an_on_demand_window_is_built_for_its_request_and_closed_after_the_confi
         assert lines == ["rank 0: on-demand request 1 (steps 1000-1001) accepted with a memory snapshot"]
     mine = [c for c in CALLS if c[1] == "init" and c[5] == 1]
     assert mine == [("recorder", "init", 0, 4, tmp_path, 1, tmp_path)]
-    assert [s for s in seen if s[:2] == (1, "on_enter")] == [(1, "on_enter", 1000, 1002, not configured_on_rank_0)]
+    assert [s for s in seen if s[:2] == (1, "on_enter")] == [
+        (1, "on_enter", 1000, 1002, not configured_on_rank_0, str(tmp_path))
+    ]
     # at exit the configured window closes first (it never opened here: it only finishes), then the on-demand one
     exits = [trigger for trigger, call, *_ in seen if call == "on_exit"]
     assert exits == ([None, 1] if configured_on_rank_0 else [1])

@@ -115,12 +115,12 @@ def test_a_step_back_to_step_0_closes_the_window(tmp_path, caplog):
     )
 
 
-def test_a_step_back_right_after_the_first_step_closes_the_window(tmp_path, caplog):
-    ctl, lines, scoped = run(tmp_path, caplog, [0, 0, 1], 0, 3)
-    assert ctl.captured_steps == range(0, 1) and scoped == [0]
+def test_a_step_back_to_step_0_right_after_the_first_step_closes_the_window(tmp_path, caplog):
+    ctl, lines, scoped = run(tmp_path, caplog, [2, 0, 1], 2, 5)
+    assert ctl.captured_steps == range(2, 3) and scoped == [2]
     assert lines[-1] == (
-        "rank 0: profiling window steps 0-2 closed early (step 0 came after step 0, going back (a file's steps "
-        "must match its name)): captured steps 0-0"
+        "rank 0: profiling window steps 2-4 closed early (step 0 came after step 2, going back (a file's steps "
+        "must match its name)): captured steps 2-2"
     )
 
 
