@@ -3,8 +3,7 @@ says when it is missed, entered late or closed early (resume, skipped steps, a s
 exception, SIGTERM). The backend is the real memory-history one, which on a machine without CUDA
 warns once and records nothing, so a case costs milliseconds; the traces themselves are checked
 in test_controller.py and test_window_properties.py. Which backend calls a window makes, in which
-order and with which steps, is seen through ``Recorder``: a stand-in for a profiler, a Backend
-that only notes its calls. Mutation testing (scripts/mutation.sh window)
+order and with which steps, is seen through ``Recorder`` (window_support.py). Mutation testing (scripts/mutation.sh window)
 runs these for every mutant."""
 
 from __future__ import annotations
@@ -16,43 +15,12 @@ import signal
 import pytest
 
 from bridge_plugins import ProfilingConfig, ProfilingController
-from bridge_plugins.runtime import registry
-from bridge_plugins.runtime.backend import Backend
 from bridge_plugins.runtime.steps import NOOP
+from tests.runtime.window_support import CALLS, Recorder, calls_of, run
 
 pytestmark = pytest.mark.skipif(
     __import__("torch").cuda.is_available(), reason="the memory backend records on CUDA: not the no-op these need"
 )
-
-
-def run(tmp_path, caplog, steps, start, end, rank=0, ranks=(), fail_at=None, on_step=None):
-    """Run ``steps`` through a controller with window [start, end); returns (controller, log lines,
-    the steps whose ``with ctl.step(i)`` got a scope other than the shared no-op)."""
-    cfg = ProfilingConfig(
-        record_memory_history=True,
-        profile_step_start=start,
-        profile_step_end=end,
-        profile_ranks=list(ranks),
-        output_dir=str(tmp_path),
-    )
-    caplog.set_level(logging.INFO, logger="bridge_plugins")
-    scoped = []
-    ctl = ProfilingController(cfg, rank=rank, world_size=4)
-    try:
-        with ctl:
-            for i in steps:
-                scope = ctl.step(i)
-                if scope is not NOOP:
-                    scoped.append(i)
-                with scope:
-                    if on_step is not None:
-                        on_step(i)
-                    if i == fail_at:
-                        raise ValueError(f"boom at {i}")
-    except ValueError:
-        pass
-    lines = [r.getMessage() for r in caplog.records if "CUDA is not available" not in r.getMessage()]
-    return ctl, lines, scoped
 
 
 def test_a_full_window_captures_exactly_its_steps_and_closes_on_time(tmp_path, caplog):
@@ -147,6 +115,15 @@ def test_a_step_back_to_step_0_closes_the_window(tmp_path, caplog):
     )
 
 
+def test_a_step_back_to_step_0_right_after_the_first_step_closes_the_window(tmp_path, caplog):
+    ctl, lines, scoped = run(tmp_path, caplog, [2, 0, 1], 2, 5)
+    assert ctl.captured_steps == range(2, 3) and scoped == [2]
+    assert lines[-1] == (
+        "rank 0: profiling window steps 2-4 closed early (step 0 came after step 2, going back (a file's steps "
+        "must match its name)): captured steps 2-2"
+    )
+
+
 def test_an_exception_inside_the_window_closes_it_at_that_step(tmp_path, caplog):
     ctl, lines, _ = run(tmp_path, caplog, range(10), 2, 6, fail_at=3)
     assert ctl.captured_steps == range(2, 4)
@@ -163,9 +140,9 @@ def test_an_unselected_rank_does_nothing(tmp_path, caplog):
 
 
 def test_ranks_outside_the_world_are_named_by_rank_0(tmp_path, caplog):
-    run(tmp_path, caplog, range(2), 3, 6, ranks=[0, 5])
-    assert "profile_ranks=[0, 5] lists rank(s) [5] outside the world of 4 rank(s) (0..3): they will not profile" in (
-        caplog.text
+    _, lines, _ = run(tmp_path, caplog, range(2), 3, 6, ranks=[0, 3, 4, 5])  # world 4: ranks 0..3
+    assert lines[0] == (
+        "profile_ranks=[0, 3, 4, 5] lists rank(s) [4, 5] outside the world of 4 rank(s) (0..3): they will not profile"
     )
 
 
@@ -193,69 +170,10 @@ def test_no_config_or_nothing_on_is_inert(tmp_path):
     for cfg in (None, ProfilingConfig(output_dir=str(tmp_path))):
         with ProfilingController(cfg, rank=0) as ctl:
             assert ctl.step(0) is NOOP and ctl.selected is False and ctl.captured_steps is None
+            assert (ctl.rank, ctl.world_size, ctl.output_dir, ctl.artifacts) == (None, None, None, [])
 
 
 # ----------------------------------------------------------------------------- the backend calls
-CALLS: list[tuple] = []
-
-
-class Recorder(Backend):
-    """Stand-in for a profiler: notes every call (a real profiler's effects are checked elsewhere)."""
-
-    name = "recorder"
-    fail_in: str | None = None  # the method that raises, for the failure-isolation test
-
-    def __init__(self, ctx):
-        super().__init__(ctx)
-        CALLS.append((self.name, "init", ctx.rank, ctx.world_size, ctx.output_dir, ctx.trigger, ctx.writer.root))
-
-    def _note(self, *call):
-        CALLS.append((self.name, *call))
-        if call[0] == self.fail_in:
-            raise RuntimeError("planted")
-
-    def on_enter(self):
-        self._note("on_enter")
-
-    def window_begin(self, step):
-        self._note("window_begin", step)
-
-    def step_begin(self, step, first):
-        self._note("step_begin", step, first)
-
-    def step_end(self, step):
-        self._note("step_end", step)
-
-    def window_end(self, first, last, sync):
-        self._note("window_end", first, last, sync)
-
-    def on_exit(self):
-        self._note("on_exit")
-
-    def abort(self):
-        CALLS.append((self.name, "abort"))
-
-
-class Second(Recorder):
-    name = "second"
-    fail_in = None  # never fails
-
-
-@pytest.fixture
-def recorders(monkeypatch):
-    here = f"{__name__}:"
-    entries = (registry.Entry(lambda c: True, here + "Recorder"), registry.Entry(lambda c: True, here + "Second"))
-    monkeypatch.setattr(registry, "BACKENDS", registry.BACKENDS + entries)
-    monkeypatch.setattr(Recorder, "fail_in", None)
-    CALLS.clear()
-    yield CALLS
-    CALLS.clear()
-
-
-def calls_of(name):
-    return [c[1:] for c in CALLS if c[0] == name]
-
-
 def test_backends_open_in_order_close_in_reverse_with_the_window_steps(tmp_path, caplog, recorders):
     ctl, lines, _ = run(tmp_path, caplog, range(10), 3, 5)
     assert "with memory history, recorder, second;" in lines[0]
