@@ -36,14 +36,9 @@ BACKENDS = (
 )
 
 
-def enabled_factories(cfg: ProfilingConfig) -> list[type[Backend]]:
-    """The backend classes ``cfg`` turns on, in registry order."""
-    found = []
-    for entry in BACKENDS:
-        if entry.enabled(cfg):
-            module, cls = entry.factory.split(":")
-            found.append(getattr(importlib.import_module(module), cls))
-    return found
+def _load(entry: Entry) -> type[Backend]:
+    module, cls = entry.factory.split(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def build_backends(ctx: BackendContext) -> list[Backend]:
@@ -56,7 +51,17 @@ def build_backends(ctx: BackendContext) -> list[Backend]:
             ctx.rank,
         )
     backends = []
-    for factory in enabled_factories(ctx.cfg):
+    for entry in BACKENDS:
+        if not entry.enabled(ctx.cfg):
+            continue
+        try:  # a broken install (its module or class missing) must not stop training either
+            factory = _load(entry)
+        except Exception as e:
+            name = entry.factory.split(":")[1]
+            log.error(
+                "rank %d: %s is off for this run (%s: %s); training continues", ctx.rank, name, type(e).__name__, e
+            )
+            continue
         try:
             backends.append(factory(ctx))
         except Exception as e:

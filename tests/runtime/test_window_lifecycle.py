@@ -232,11 +232,36 @@ def test_an_on_demand_window_is_built_for_its_request_and_closed_after_the_confi
 
 
 def test_an_on_demand_window_that_fails_to_build_is_one_error_and_training_goes_on(tmp_path, caplog, monkeypatch):
-    """A backend class that cannot be found (a broken install), on the on-demand windows only."""
-    missing = (registry.Entry(lambda c: not c.on_demand, "tests.runtime.window_support:NoSuchBackend"),)
-    lines, scoped = on_demand_run(tmp_path, caplog, monkeypatch, missing)
+    """Anything raised while an on-demand window is built (here a registry switch that raises, on the
+    on-demand windows only: a stand-in for a bug) is one error line, and training goes on."""
+
+    def switch(c: ProfilingConfig) -> bool:
+        if not c.on_demand:  # the on-demand window's own config
+            raise ZeroDivisionError("division by zero")
+        return False
+
+    failing = (registry.Entry(switch, "tests.runtime.window_support:NoSuchBackend"),)
+    lines, scoped = on_demand_run(tmp_path, caplog, monkeypatch, failing)
     assert scoped == []
-    assert lines[-1] == (
-        "rank 0: on-demand request 1 failed (AttributeError: module 'tests.runtime.window_support' has no "
-        "attribute 'NoSuchBackend'); training continues"
+    assert lines[-1] == "rank 0: on-demand request 1 failed (ZeroDivisionError: division by zero); training continues"
+
+
+def test_a_backend_that_cannot_be_imported_is_off_and_the_others_still_profile(tmp_path, caplog, monkeypatch):
+    """A broken install (a backend's module or class missing) must not stop training: that backend
+    is off with one error line, and the configured window still profiles with the others."""
+    broken = registry.Entry(lambda c: True, "tests.runtime.window_support:NoSuchBackend")
+    monkeypatch.setattr(registry, "BACKENDS", (broken, *registry.BACKENDS))
+    caplog.set_level(logging.INFO, logger="bridge_plugins")
+    cfg = ProfilingConfig(
+        use_pytorch_profiler=True, profile_step_start=1, profile_step_end=2, profile_ranks=[0], output_dir=str(tmp_path)
     )
+    with ProfilingController(cfg, rank=0, world_size=1) as ctl:
+        for step in range(3):
+            with ctl.step(step):
+                pass
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [
+        "rank 0: NoSuchBackend is off for this run (AttributeError: module 'tests.runtime.window_support' has no "
+        "attribute 'NoSuchBackend'); training continues"
+    ]
+    assert [p.name for p in tmp_path.rglob("*.json*")], "the PyTorch profiler still wrote its trace"
