@@ -106,13 +106,8 @@ def test_the_text_is_utf8_whatever_the_locale(tmp_path):
     text = "step time 12 µs – naïve ✓"
     script = "from pathlib import Path; from bridge_plugins.jobdir.atomic_write import write_text_atomically; "
     script += f"write_text_atomically(Path({str(tmp_path / 'r.html')!r}), {text!a}, replace=False)"  # ASCII: the command line too
-    env = {
-        "PATH": os.environ["PATH"],
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-        "LC_ALL": "C",
-        "PYTHONUTF8": "0",
-        "PYTHONCOERCECLOCALE": "0",
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONIOENCODING"))}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), LC_ALL="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "r.html").read_bytes() == text.encode("utf-8")
