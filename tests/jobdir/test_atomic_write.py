@@ -101,16 +101,26 @@ def test_a_full_file_system_leaves_neither_the_file_nor_a_temp(tmp_path):
 
 
 def test_the_text_is_utf8_whatever_the_locale(tmp_path):
-    """A report or request holding non-ASCII text, written by a process whose locale is ASCII
-    (LC_ALL=C with Python's UTF-8 mode off, as some cluster nodes run)."""
+    """A report or request holding non-ASCII text, written by a process whose locale's charset is not
+    UTF-8 (en_US.ISO-8859-1 on older clusters; none is installed here, so the child switches its
+    LC_CTYPE to "C", ASCII, after starting with Python's UTF-8 mode off)."""
     text = "step time 12 µs – naïve ✓"
-    script = "from pathlib import Path; from bridge_plugins.jobdir.atomic_write import write_text_atomically; "
-    script += f"write_text_atomically(Path({str(tmp_path / 'r.html')!r}), {text!a}, replace=False)"  # ASCII: the command line too
+    script = "\n".join(
+        [
+            "import locale, sys",
+            "from pathlib import Path",
+            "from bridge_plugins.jobdir.atomic_write import write_text_atomically",
+            "locale.setlocale(locale.LC_CTYPE, 'C')",
+            "assert locale.getpreferredencoding(False) == 'ANSI_X3.4-1968' and not sys.flags.utf8_mode",
+            f"write_text_atomically(Path({str(tmp_path / 'r.html')!r}), {text!a}, replace=False)",
+        ]
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONIOENCODING"))}
-    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), LC_ALL="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), LC_ALL="C.UTF-8", PYTHONUTF8="0")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
-    assert (tmp_path / "r.html").read_bytes() == text.encode("utf-8")
+    write_text_atomically(tmp_path / "here.html", text, replace=False)  # this process's locale
+    assert (tmp_path / "r.html").read_bytes() == (tmp_path / "here.html").read_bytes() == text.encode("utf-8")
 
 
 def _no_hard_links(src, dst, **kwargs):
