@@ -10,6 +10,7 @@ import gzip
 import logging
 import os
 import resource
+import time
 
 import pytest
 
@@ -45,12 +46,15 @@ def test_write_publishes_the_checked_file_under_its_name_and_leaves_nothing_else
     caplog.set_level(logging.INFO, logger="bridge_plugins")
     writer = ArtifactWriter(tmp_path)
     checked = []
+    before = time.perf_counter()
     final = writer.write("trace", tmp_path / "d", "rank0", ".json", writes(TRACE), checked.append)
+    took = time.perf_counter() - before
     assert final == tmp_path / "d" / "rank0.json" and final.read_bytes() == TRACE
     assert writer.paths == [final] and entries(tmp_path / "d") == ["rank0.json"]  # the staging dir is gone
     assert len(checked) == 1 and os.path.basename(checked[0]) == ".partial.json"  # checked before publishing
     [message] = [r.getMessage() for r in caplog.records]
     assert message.startswith(f"wrote trace {final} ({len(TRACE)} B) in ") and message.endswith(" s")
+    assert 0 <= float(message.rsplit(" in ", 1)[1].removesuffix(" s")) <= took + 0.005  # %.2f rounds up by 0.005
 
 
 def test_a_taken_name_gets_the_next_number_and_is_never_replaced(tmp_path):
@@ -62,6 +66,39 @@ def test_a_taken_name_gets_the_next_number_and_is_never_replaced(tmp_path):
     assert (first.name, second.name) == ("rank0.2.json", "rank0.3.json")
     assert (tmp_path / "rank0.json").read_bytes() == b"old" and (tmp_path / "rank0.1.json").is_symlink()
     assert writer.paths == [first, second] and second.read_bytes() == b"b"
+
+
+def test_after_ten_thousand_taken_names_nothing_is_published_and_the_error_says_so(tmp_path):
+    writer = ArtifactWriter(tmp_path)
+    (tmp_path / "rank0.json").write_bytes(b"old")
+    for n in range(1, 10_000):  # rank0.1.json .. rank0.9999.json: hard links, to be quick
+        os.link(tmp_path / "rank0.json", tmp_path / f"rank0.{n}.json")
+    with pytest.raises(ArtifactError) as e:
+        writer.write("trace", tmp_path, "rank0", ".json", writes(TRACE))
+    assert str(e.value) == (
+        f"trace {tmp_path / 'rank0.json'} was not written: no free name for rank0.json in {tmp_path}"
+    )
+    assert len(entries(tmp_path)) == 10_000 and not (tmp_path / "rank0.10000.json").exists()
+    assert writer.paths == []
+
+
+def test_a_directory_moved_away_before_publishing_is_not_made_again(tmp_path):
+    """Someone moves the directory away while the window records: publish finds it gone, publishes
+    nothing and does not make an empty one again."""
+    writer = ArtifactWriter(tmp_path)
+    directory = tmp_path / "traces"
+    staged = writer.stage("trace", directory, "rank0", ".json")
+
+    def moved_away(path):
+        os.rename(directory, tmp_path / "moved")
+
+    with pytest.raises(ArtifactError) as e:
+        writer.publish("trace", staged, directory, "rank0", ".json", writes(TRACE), moved_away)
+    assert str(e.value) == (
+        f"trace {directory / 'rank0.json'} was not written: "
+        f"FileNotFoundError: [Errno 2] No such file or directory: '{directory}'"
+    )
+    assert entries(tmp_path) == ["moved"] and writer.paths == []
 
 
 def test_a_failed_produce_publishes_nothing_and_names_the_file_and_cause(tmp_path):

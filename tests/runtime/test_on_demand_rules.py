@@ -6,6 +6,7 @@ test_on_demand.py; mutation testing (scripts/mutation.sh on_demand) runs these f
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 
@@ -49,6 +50,22 @@ def test_an_accepted_request_becomes_a_pytorch_window_of_its_steps(tmp_path, log
     assert (cfg.use_pytorch_profiler, cfg.use_nsys_profiler, cfg.on_demand) == (True, False, False)
     assert cfg.record_memory_history is True and cfg.output_dir == str(tmp_path)
     assert a.spans == [(10, 13, 4)] and log() == []
+
+
+def test_a_request_starting_before_this_rank_s_step_is_stale_and_takes_no_steps(tmp_path, log):
+    a = acceptance(tmp_path)
+    assert a.window_config(Request(1, 9, 12), step=10) is None
+    assert log() == ["rank 0: on-demand request 1 (steps 9-11) ignored: stale, this rank is already at step 10"]
+    assert a.spans == []
+    assert a.window_config(Request(2, 10, 12), step=10) is not None  # starts at this step: in time
+
+
+def test_the_window_writes_into_the_output_dir_the_job_resolved(tmp_path):
+    """Not the configured value (None or relative: resolved once at entry, as an absolute path)."""
+    for configured in (None, "profiling"):
+        config = ProfilingConfig(on_demand=True, output_dir=configured)
+        cfg = Acceptance(config, 0, 1, tmp_path / "resolved", False).window_config(Request(1, 10, 12), step=0)
+        assert cfg.output_dir == str(tmp_path / "resolved")
 
 
 def test_overlapping_the_configured_window_is_refused_but_touching_it_is_not(tmp_path, log):
@@ -115,6 +132,11 @@ def test_memory_stays_with_the_configured_history_until_its_window_ends(tmp_path
     assert other.window_config(Request(1, 10, 12, (), True), 0).record_memory_history is True
 
 
+def test_id_and_start_may_be_0():
+    data = dict(id=0, start=0, end=1, ranks=[], memory=False, created=0)
+    assert parse_request(data) == Request(0, 0, 1, (), False, 0.0)
+
+
 @pytest.mark.parametrize("span", [1, MAX_STEPS])
 def test_a_request_spans_1_to_max_steps(span):
     data = dict(id=1, start=10, end=10 + span, ranks=[], memory=False, created=1)
@@ -168,27 +190,39 @@ def progress(step=100, rate=10.0, interval=1.0, at=1000.0):
     return Progress("running", step, at, rate, at, interval, 2)
 
 
+def plan(*args) -> int:
+    """plan_start on a thread: a loop that never ends fails the test in 10 s instead of hanging the run."""
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(plan_start(*args)), daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():
+        pytest.fail("plan_start did not return in 10 s: it loops", pytrace=False)
+    assert result, "plan_start raised (see the thread's exception above)"
+    return result[0]
+
+
 def test_plan_start_exact_values():
-    assert plan_start(progress(), 1000.0, [], 5) == 100 + 30 + 2  # 10/s * (2 polls + 1 s) + 2
-    assert plan_start(progress(), 1000.5, [], 5) == 100 + 5 + 30 + 2
-    assert plan_start(progress(rate=None), 1000.0, [], 5) == 100 + 2  # no rate yet: just the margin
-    assert plan_start(progress(rate=3.3), 1000.0, [], 5) == 100 + 10 + 2  # ceil(9.9)
-    assert plan_start(progress(), 999.0, [], 5) == 132  # a sample from the future counts as now
+    assert plan(progress(), 1000.0, [], 5) == 100 + 30 + 2  # 10/s * (2 polls + 1 s) + 2
+    assert plan(progress(), 1000.5, [], 5) == 100 + 5 + 30 + 2
+    assert plan(progress(rate=None), 1000.0, [], 5) == 100 + 2  # no rate yet: just the margin
+    assert plan(progress(rate=3.3), 1000.0, [], 5) == 100 + 10 + 2  # ceil(9.9)
+    assert plan(progress(), 999.0, [], 5) == 132  # a sample from the future counts as now
     # paused: at most 2 polls and one step (0.1 s at 10/s) of extrapolation
-    assert plan_start(progress(), 1100.0, [], 5) == 100 + 21 + 30 + 2
-    assert plan_start(progress(interval=2.0), 1100.0, [], 5) == 100 + 41 + 50 + 2
-    with pytest.raises(ValueError, match="has not reported a step yet"):
+    assert plan(progress(), 1100.0, [], 5) == 100 + 21 + 30 + 2
+    assert plan(progress(interval=2.0), 1100.0, [], 5) == 100 + 41 + 50 + 2
+    with pytest.raises(ValueError, match="^the job has not reported a step yet$"):
         plan_start(progress(step=None), 1000.0, [], 5)
 
 
 def test_plan_start_moves_past_every_window_in_the_way():
     p = progress()  # 132 without obstacles
-    assert plan_start(p, 1000.0, [(132, 133)], 5) == 133
-    assert plan_start(p, 1000.0, [(136, 140)], 5) == 140  # 132-136 would touch 136
-    assert plan_start(p, 1000.0, [(137, 140)], 5) == 132  # 132-136 fits before it
-    assert plan_start(p, 1000.0, [(120, 132)], 5) == 132  # ends where we start
-    assert plan_start(p, 1000.0, [(150, 160), (133, 150)], 5) == 160  # moved twice, in any order
-    assert plan_start(p, 1000.0, [(133, 150), (152, 160)], 5) == 160  # 150-154 would hit the second
+    assert plan(p, 1000.0, [(132, 133)], 5) == 133
+    assert plan(p, 1000.0, [(136, 140)], 5) == 140  # 132-136 would touch 136
+    assert plan(p, 1000.0, [(137, 140)], 5) == 132  # 132-136 fits before it
+    assert plan(p, 1000.0, [(120, 132)], 5) == 132  # ends where we start
+    assert plan(p, 1000.0, [(150, 160), (133, 150)], 5) == 160  # moved twice, in any order
+    assert plan(p, 1000.0, [(133, 150), (152, 160)], 5) == 160  # 150-154 would hit the second
 
 
 @pytest.mark.parametrize(
@@ -203,3 +237,5 @@ def test_poll_interval(raw, value):
 def test_poll_interval_reads_the_environment(monkeypatch):
     monkeypatch.setenv(POLL_ENV, "0.25")
     assert poll_interval() == 0.25
+    monkeypatch.delenv(POLL_ENV)
+    assert poll_interval() == DEFAULT_POLL_S and poll_interval({}) == DEFAULT_POLL_S  # unset: the default
