@@ -27,11 +27,17 @@ def run_cli(path: Path, timeout: float = 600) -> tuple[int, float, float, str]:
 
 
 def normal_snapshot(path: Path, size: int) -> None:
-    """The recipe fixture's snapshot with its trace repeated until the file is about ``size`` bytes."""
+    """The recipe fixture's snapshot with its trace repeated until the file is about ``size`` bytes
+    (each copy of an entry is its own dict; its frames stay shared, as torch shares them)."""
     data = pickle.loads((ROOT / "tests/fixtures/memory_recipe_b4.pickle").read_bytes())
-    one = len(pickle.dumps(data, protocol=4))
     trace = data["device_traces"][0]
-    data["device_traces"][0] = [dict(e) for _ in range(max(1, size // one)) for e in trace]
+
+    def written(copies: int) -> int:
+        data["device_traces"][0] = [dict(e) for _ in range(copies) for e in trace]
+        return len(pickle.dumps(data, protocol=4))
+
+    one, two = written(1), written(2)
+    written(max(1, 1 + (size - one) // (two - one)))
     path.write_bytes(pickle.dumps(data, protocol=4))
 
 

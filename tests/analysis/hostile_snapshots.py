@@ -84,7 +84,7 @@ def frames_1e7_aliased(path: Path, n: int = 10**7) -> None:
 
 
 def frames_1e7_distinct(path: Path, n: int = 10**7) -> None:
-    """One entry with ``n`` distinct frame dicts (a 110 MB file that would take ~2.5 GB to load)."""
+    """One entry with ``n`` distinct frame dicts (a 150 MB file that takes 2.1 GB to load)."""
 
     def frames(o: Ops) -> None:
         o.raw(pickle.EMPTY_LIST + pickle.MARK)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from bridge_plugins.analysis.errors import AnalysisInputError
+from bridge_plugins.analysis.memory.pickle_scan import MAX_STACK_RUN, stack_run_past
 from bridge_plugins.analysis.memory.shape import ShapeError, check_snapshot
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
@@ -64,6 +65,13 @@ def load_snapshot(path: str | Path) -> dict:
                 raise SnapshotFormatError(
                     f"{path}: not a CUDA memory snapshot (expected a pickle from torch.cuda.memory._dump_snapshot, "
                     f"the file starts with {head!r})"
+                )
+            past = stack_run_past(fh)
+            if past is not None:
+                raise SnapshotFormatError(
+                    f"{path}: not a CUDA memory snapshot: more than {MAX_STACK_RUN:,} items stand on the unpickler's "
+                    f"stack above one MARK by byte {past:,} (pickle.dump, which torch uses, writes them in batches "
+                    "of 1,000)"
                 )
             fh.seek(0)
             data = _unpickle(fh, path)

@@ -1,0 +1,112 @@
+"""The opcode scan before unpickling: it follows every opcode of every protocol to the byte, finds a
+run of more than the limit above one MARK, and passes what pickle.dump writes."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
+from bridge_plugins.analysis.memory.pickle_scan import MAX_STACK_RUN, stack_run_past
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+EVERY_KIND = {
+    "text": "a\nb é",
+    "long text": "é" * 300,  # BINUNICODE, past SHORT_BINUNICODE's 255 bytes
+    "big text": "x" * 70_000,  # spans protocol 4's 64 KB frames
+    "bytes": [b"y", b"x" * 300],
+    "ints": [0, 255, 65_535, 2**31 - 1, -1, 2**70, 2**2100],  # up to LONG4 (263 bytes)
+    "floats": [1.5, -0.0],
+    "tuples": [(), (1,), (1, 2), (1, 2, 3), (1, 2, 3, 4)],
+    "sets": [{1, 2}, frozenset({3})],
+    "bytearray": bytearray(b"z" * 10),
+    "singletons": [None, True, False],
+}
+EVERY_KIND["shared"] = [EVERY_KIND["tuples"], EVERY_KIND["tuples"]]  # memo gets
+
+
+def _scan(path: Path, content: bytes, limit: int = MAX_STACK_RUN) -> int | None:
+    path.write_bytes(content)
+    with open(path, "rb") as fh:
+        return stack_run_past(fh, limit)
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_every_opcode_is_followed_to_the_byte(tmp_path, protocol):
+    """A run placed after a pickle of every kind of value is found at its exact byte: a misread
+    argument length anywhere before it would lose the run or move it."""
+    body = pickle.dumps(EVERY_KIND, protocol=protocol)[:-1]  # without STOP
+    content = body + pickle.MARK + pickle.NONE * (MAX_STACK_RUN + 1) + pickle.LIST + pickle.STOP
+    assert _scan(tmp_path / "p", content) == len(body) + 1 + MAX_STACK_RUN + 1
+    assert _scan(tmp_path / "p", pickle.dumps(EVERY_KIND, protocol=protocol)) is None
+
+
+def test_the_limit_is_inclusive(tmp_path):
+    run = pickle.PROTO + b"\x04" + pickle.EMPTY_LIST + pickle.MARK
+    for items, expect in ((5, None), (6, len(run) + 6)):
+        content = run + pickle.EMPTY_DICT * items + pickle.APPENDS + pickle.STOP
+        assert _scan(tmp_path / "p", content, limit=5) == expect
+
+
+def test_a_run_without_a_mark_counts_from_the_bottom(tmp_path):
+    """Items left on the stack below any MARK cost as much: ``}}}...`` then STOP returns the last."""
+    content = pickle.PROTO + b"\x04" + pickle.EMPTY_DICT * 6 + pickle.STOP
+    assert _scan(tmp_path / "p", content, limit=5) == 8
+
+
+def test_closing_a_mark_returns_to_the_run_below_it(tmp_path):
+    """MARK + 3 items + LIST leaves one list: the outer run goes 4, then 5 with the list, then 6."""
+    inner = pickle.MARK + pickle.NONE * 3 + pickle.LIST
+    content = pickle.NONE * 4 + inner + pickle.NONE + pickle.STOP
+    assert _scan(tmp_path / "p", content, limit=5) == len(content) - 1
+    assert _scan(tmp_path / "p", content, limit=6) is None
+
+
+def test_what_follows_stop_is_not_read(tmp_path):
+    content = pickle.dumps([], protocol=4) + pickle.MARK + pickle.NONE * 10
+    assert _scan(tmp_path / "p", content, limit=5) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x80\x04\xff" + pickle.NONE * 10,  # no such opcode
+        b"\x80\x04" + pickle.BINUNICODE + b"\xff\xff\xff\x7f",  # a string past the end
+        b"\x80\x04" + pickle.LIST + pickle.NONE * 10,  # closes a MARK never opened
+        b"\x80\x02" + pickle.INT + b"12",  # a line without its newline
+    ],
+)
+def test_a_malformed_pickle_is_left_to_the_unpickler(tmp_path, content):
+    assert _scan(tmp_path / "p", content, limit=5) is None
+
+
+def test_pickle_dump_batches_a_dict_in_runs_of_2000(tmp_path):
+    """1,000 keys and 1,000 values above each MARK: what MAX_STACK_RUN leaves a margin over."""
+    content = pickle.dumps(
+        {"segments": [], "device_traces": [[{"i": i} for i in range(5000)]], "d": {i: i for i in range(5000)}},
+        protocol=4,
+    )
+    assert _scan(tmp_path / "p", content, limit=2000) is None
+    assert _scan(tmp_path / "p", content, limit=1999) is not None
+
+
+@pytest.mark.parametrize("name", ["memory_recipe_b4.pickle", "memory_recipe_b8.pickle", "memory_schema.pickle"])
+def test_the_snapshots_torch_wrote_pass(name):
+    with open(FIXTURES / name, "rb") as fh:
+        assert stack_run_past(fh, 2000) is None
+
+
+def test_the_refusal_says_what_was_counted_and_the_limit(tmp_path):
+    """10,001 distinct frame dicts in one list: refused before anything is unpickled."""
+    path = tmp_path / "snap.pickle"
+    head = pickle.PROTO + b"\x02" + pickle.EMPTY_LIST + pickle.MARK
+    path.write_bytes(head + pickle.EMPTY_DICT * (MAX_STACK_RUN + 1) + pickle.APPENDS + pickle.STOP)
+    with pytest.raises(SnapshotFormatError) as e:
+        load_snapshot(path)
+    assert str(e.value) == (
+        f"{path}: not a CUDA memory snapshot: more than 10,000 items stand on the unpickler's stack above one "
+        "MARK by byte 10,005 (pickle.dump, which torch uses, writes them in batches of 1,000)"
+    )
