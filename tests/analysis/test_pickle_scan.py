@@ -1,5 +1,6 @@
 """The opcode scan before unpickling: it follows every opcode of every protocol to the byte, finds a
-run of more than the limit above one MARK, and passes what pickle.dump writes."""
+run of more than the limit above one MARK and a container filled again after a small batch, and
+passes what pickle.dump writes."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bridge_plugins.analysis.memory import loader
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
-from bridge_plugins.analysis.memory.pickle_scan import MAX_STACK_RUN, stack_run_past
+from bridge_plugins.analysis.memory.pickle_scan import MAX_STACK_RUN, Containers, count_containers, crafted_at
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -28,20 +30,62 @@ EVERY_KIND = {
 EVERY_KIND["shared"] = [EVERY_KIND["tuples"], EVERY_KIND["tuples"]]  # memo gets
 
 
+# Protocol 0 fills a list one APPEND per item (the loader refuses it before the scan): one of each text opcode.
+_SHARED = (1, 2, 3, 4)
+TEXT_KINDS = ("a\nb é", 2**70, 7, 1.5, {1}, b"xy", {"k": [1]}, _SHARED, _SHARED)
+
+SINGLES = {  # containers of one item (filled by APPEND or SETITEM), and batches that end in one
+    "lists of one": [[i] for i in range(3000)],
+    "dicts of one": [{"k": i} for i in range(3000)],
+    "in tuples": [([i], {i: i}, {i}, i) for i in range(3000)],
+    "by key": {i: [i] for i in range(3000)},
+    "1001 items": [list(range(1001)), set(range(1001)), {i: i for i in range(1001)}],
+}
+
+
 def _scan(path: Path, content: bytes, limit: int = MAX_STACK_RUN) -> int | None:
     path.write_bytes(content)
     with open(path, "rb") as fh:
-        return stack_run_past(fh, limit)
+        found = crafted_at(fh, limit)
+    return None if found is None else found.offset
 
 
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
 def test_every_opcode_is_followed_to_the_byte(tmp_path, protocol):
     """A run placed after a pickle of every kind of value is found at its exact byte: a misread
     argument length anywhere before it would lose the run or move it."""
-    body = pickle.dumps(EVERY_KIND, protocol=protocol)[:-1]  # without STOP
+    value = TEXT_KINDS if protocol == 0 else EVERY_KIND
+    body = pickle.dumps(value, protocol=protocol)[:-1]  # without STOP
     content = body + pickle.MARK + pickle.NONE * (MAX_STACK_RUN + 1) + pickle.LIST + pickle.STOP
     assert _scan(tmp_path / "p", content) == len(body) + 1 + MAX_STACK_RUN + 1
-    assert _scan(tmp_path / "p", pickle.dumps(EVERY_KIND, protocol=protocol)) is None
+    assert _scan(tmp_path / "p", pickle.dumps(value, protocol=protocol)) is None
+
+
+@pytest.mark.parametrize("protocol", range(1, pickle.HIGHEST_PROTOCOL + 1))
+@pytest.mark.parametrize("name", SINGLES)
+def test_containers_of_one_item_pass(tmp_path, protocol, name):
+    assert _scan(tmp_path / "p", pickle.dumps(SINGLES[name], protocol=protocol)) is None
+
+
+@pytest.mark.parametrize(
+    "fill, at",
+    [
+        (pickle.EMPTY_DICT + pickle.APPEND, 2),  # the list stays on the stack: found at its second item
+        (pickle.BINGET + b"\x01" + pickle.EMPTY_DICT + pickle.APPEND + pickle.POP, 1),  # from the memo: at the first
+        (pickle.BINGET + b"\x01" + pickle.MARK + pickle.EMPTY_DICT + pickle.APPENDS + pickle.POP, 1),
+    ],
+)
+def test_a_list_filled_one_item_at_a_time_is_found(tmp_path, fill, at):
+    head = pickle.PROTO + b"\x02" + pickle.EMPTY_LIST + pickle.BINPUT + b"\x01"
+    end_of_fill = len(fill) - (len(pickle.POP) if fill.endswith(pickle.POP) else 0)
+    assert _scan(tmp_path / "p", head + fill * 3 + pickle.STOP) == len(head) + (at - 1) * len(fill) + end_of_fill
+
+
+def test_a_full_batch_may_be_followed_by_another(tmp_path):
+    """1,000 items, then one: what pickle.dump writes for a list of 1,001; 999 then one is crafted."""
+    for first, expect in ((1000, None), (999, 2 + 999 + 3)):
+        content = pickle.EMPTY_LIST + pickle.MARK + pickle.NONE * first + pickle.APPENDS + pickle.NONE + pickle.APPEND
+        assert _scan(tmp_path / "p", content + pickle.STOP) == expect
 
 
 def test_the_limit_is_inclusive(tmp_path):
@@ -96,7 +140,7 @@ def test_pickle_dump_batches_a_dict_in_runs_of_2000(tmp_path):
 @pytest.mark.parametrize("name", ["memory_recipe_b4.pickle", "memory_recipe_b8.pickle", "memory_schema.pickle"])
 def test_the_snapshots_torch_wrote_pass(name):
     with open(FIXTURES / name, "rb") as fh:
-        assert stack_run_past(fh, 2000) is None
+        assert crafted_at(fh, 2000) is None
 
 
 def test_the_refusal_says_what_was_counted_and_the_limit(tmp_path):
@@ -108,5 +152,37 @@ def test_the_refusal_says_what_was_counted_and_the_limit(tmp_path):
         load_snapshot(path)
     assert str(e.value) == (
         f"{path}: not a CUDA memory snapshot: more than 10,000 items stand on the unpickler's stack above one "
-        "MARK by byte 10,005 (pickle.dump, which torch uses, writes them in batches of 1,000)"
+        "MARK by byte 10,005 (pickle.dump, which torch uses, fills containers in batches of 1,000, a smaller one "
+        "only last)"
     )
+
+
+def test_container_bytes_are_counted_whether_opcode_or_data(tmp_path):
+    """Two dicts, one list, and a string holding one of each opcode byte: 3 dicts, 2 lists at most."""
+    path = tmp_path / "p"
+    path.write_bytes(pickle.dumps([{}, {}, "}]dl"], protocol=4))
+    with open(path, "rb") as fh:
+        assert count_containers(fh, chunk=3) == Containers(dicts=4, lists=3)
+
+
+def test_a_file_whose_containers_exceed_the_budget_is_refused_before_unpickling(tmp_path):
+    """4,195,000 empty dicts take at least 256.04 MB: over the 256 MB budget of a 4 MB file."""
+    path = tmp_path / "snap.pickle"
+    batch = pickle.MARK + pickle.EMPTY_DICT * 1000 + pickle.APPENDS
+    path.write_bytes(pickle.PROTO + b"\x04" + pickle.EMPTY_LIST + batch * 4195 + pickle.STOP)
+    with pytest.raises(SnapshotFormatError) as e:
+        load_snapshot(path)
+    assert str(e.value) == (
+        f"{path}: refused: its bytes can make up to 4,195,000 dicts and 1 lists, which take at least 256 MB once "
+        "built, over its memory budget of 256 MB (16x its size, at least 256 MB)"
+    )
+    path.write_bytes(pickle.PROTO + b"\x04" + pickle.EMPTY_LIST + batch * 4194 + pickle.STOP)  # 255.98 MB
+    with open(path, "rb") as fh:
+        assert loader._check_opcodes(fh, path, path.stat().st_size) is None
+
+
+@pytest.mark.parametrize("name", ["memory_recipe_b4.pickle", "memory_recipe_b8.pickle", "memory_schema.pickle"])
+def test_the_snapshots_torch_wrote_stay_far_below_their_budget(name):
+    """Counted, under 4x the file's size (2.8x, 2.8x, 3.3x) where the budget allows 16x."""
+    with open(FIXTURES / name, "rb") as fh:
+        assert count_containers(fh).least_bytes < 4 * (FIXTURES / name).stat().st_size

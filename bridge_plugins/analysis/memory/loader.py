@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from bridge_plugins.analysis.errors import AnalysisInputError
-from bridge_plugins.analysis.memory.pickle_scan import MAX_STACK_RUN, stack_run_past
+from bridge_plugins.analysis.memory.budget import BYTES_PER_FILE_BYTE, MIN_BUDGET, budget_for
+from bridge_plugins.analysis.memory.pickle_scan import count_containers, crafted_at
 from bridge_plugins.analysis.memory.shape import ShapeError, check_snapshot
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
@@ -66,13 +67,7 @@ def load_snapshot(path: str | Path) -> dict:
                     f"{path}: not a CUDA memory snapshot (expected a pickle from torch.cuda.memory._dump_snapshot, "
                     f"the file starts with {head!r})"
                 )
-            past = stack_run_past(fh)
-            if past is not None:
-                raise SnapshotFormatError(
-                    f"{path}: not a CUDA memory snapshot: more than {MAX_STACK_RUN:,} items stand on the unpickler's "
-                    f"stack above one MARK by byte {past:,} (pickle.dump, which torch uses, writes them in batches "
-                    "of 1,000)"
-                )
+            _check_opcodes(fh, path, size)
             fh.seek(0)
             data = _unpickle(fh, path)
     except NotARegularFile as e:
@@ -95,6 +90,25 @@ def load_snapshot(path: str | Path) -> dict:
     except ShapeError as e:
         raise SnapshotFormatError(f"{path}: not a CUDA memory snapshot we can read: {e}") from None
     return data
+
+
+def _check_opcodes(fh: IO[bytes], path: Path, size: int) -> None:
+    """Refuse, before unpickling, a file whose opcodes would build more than its memory budget or
+    what pickle.dump never writes (``pickle_scan``)."""
+    made = count_containers(fh)
+    budget = budget_for(size)
+    if made.least_bytes > budget:
+        raise SnapshotFormatError(
+            f"{path}: refused: its bytes can make up to {made.dicts:,} dicts and {made.lists:,} lists, which take "
+            f"at least {made.least_bytes >> 20} MB once built, over its memory budget of {budget >> 20} MB "
+            f"({BYTES_PER_FILE_BYTE}x its size, at least {MIN_BUDGET >> 20} MB)"
+        )
+    crafted = crafted_at(fh)
+    if crafted is not None:
+        raise SnapshotFormatError(
+            f"{path}: not a CUDA memory snapshot: {crafted.what} (pickle.dump, which torch uses, fills "
+            "containers in batches of 1,000, a smaller one only last)"
+        )
 
 
 def _unpickle(fh: IO[bytes], path: Path) -> Any:
