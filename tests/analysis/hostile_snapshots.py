@@ -211,12 +211,13 @@ p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.
 err = p.stderr.read()
 _, status, usage = os.wait4(p.pid, 0)
 print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "seconds": time.perf_counter() - t0,
-                  "rss_mb": usage.ru_maxrss / 1024, "stderr": err.decode(errors="replace")}))
+                  "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
+                  "stderr": err.decode(errors="replace")}))
 """
 
 
 def run_measured(argv: list[str], cwd: Path, env: dict, timeout: float) -> dict:
-    """Run ``argv``; its exit code, seconds, peak RSS (MB) and stderr.
+    """Run ``argv``; its exit code, seconds (wall and CPU), peak RSS (MB) and stderr.
 
     Through a small Python in between: an exec'd child inherits its parent's peak RSS in
     ``ru_maxrss`` (the kernel keeps the old memory map's high-water mark), so measured from a
