@@ -54,8 +54,8 @@ def test_10e7_distinct_frames_are_refused_before_unpickling(tmp_path):
     assert path.stat().st_size == 150_000_198
     assert r["rc"] == 2, r
     assert r["stderr"] == (
-        f"bridge-plugins memory: error: {path}: not a CUDA memory snapshot: more than 10,000 items stand on the "
-        "unpickler's stack above one MARK by byte 150,118 (pickle.dump, which torch uses, fills containers in "
+        f"bridge-plugins memory: error: {path}: not a CUDA memory snapshot: more than 10,000 items pile up on the "
+        "unpickler's stack by byte 150,118 (pickle.dump, which torch uses, fills containers in "
         "batches of 1,000, a smaller one only last)\n"
     )
     assert r["rss_mb"] < 300, r

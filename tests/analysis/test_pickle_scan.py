@@ -151,8 +151,8 @@ def test_the_refusal_says_what_was_counted_and_the_limit(tmp_path):
     with pytest.raises(SnapshotFormatError) as e:
         load_snapshot(path)
     assert str(e.value) == (
-        f"{path}: not a CUDA memory snapshot: more than 10,000 items stand on the unpickler's stack above one "
-        "MARK by byte 10,005 (pickle.dump, which torch uses, fills containers in batches of 1,000, a smaller one "
+        f"{path}: not a CUDA memory snapshot: more than 10,000 items pile up on the unpickler's stack by byte "
+        "10,005 (pickle.dump, which torch uses, fills containers in batches of 1,000, a smaller one "
         "only last)"
     )
 

@@ -87,13 +87,15 @@ class Containers:
 
 
 def count_containers(fh: IO[bytes], chunk: int = 1 << 20) -> Containers:
-    """The (non-empty, regular) file's bytes that can make a dict or a list, counted at C speed."""
+    """The (non-empty, regular) file's bytes that can make a dict or a list, counted at C speed,
+    one ``chunk`` at a time into one buffer (the file's pages never count in the process's RSS)."""
     dicts = lists = 0
-    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        for start in range(0, len(data), chunk):
-            part = data[start : start + chunk]
-            dicts += part.count(pickle.EMPTY_DICT) + part.count(pickle.DICT)
-            lists += part.count(pickle.EMPTY_LIST) + part.count(pickle.LIST)
+    buf = bytearray(chunk)
+    fh.seek(0)
+    while n := fh.readinto(buf):  # type: ignore[attr-defined]
+        part = buf if n == chunk else buf[:n]
+        dicts += part.count(pickle.EMPTY_DICT) + part.count(pickle.DICT)
+        lists += part.count(pickle.EMPTY_LIST) + part.count(pickle.LIST)
     return Containers(dicts, lists)
 
 
@@ -180,6 +182,4 @@ def _scan(data: mmap.mmap, limit: int) -> Crafted | None:
 
 
 def _too_many(offset: int, limit: int) -> Crafted:
-    return Crafted(
-        offset, f"more than {limit:,} items stand on the unpickler's stack above one MARK by byte {offset:,}"
-    )
+    return Crafted(offset, f"more than {limit:,} items pile up on the unpickler's stack by byte {offset:,}")
