@@ -4,6 +4,7 @@ passes what pickle.dump writes."""
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
@@ -143,18 +144,40 @@ def test_the_snapshots_torch_wrote_pass(name):
         assert crafted_at(fh, 2000) is None
 
 
-def test_the_refusal_says_what_was_counted_and_the_limit(tmp_path):
-    """10,001 distinct frame dicts in one list: refused before anything is unpickled."""
+def test_the_refusal_says_what_was_counted_and_the_limit(tmp_path, monkeypatch):
+    """10^6 distinct dicts in one list: loading grows by 64 bytes per byte read, so the scan runs and
+    refuses the file (past a floor of 0 here instead of 64 MB, to keep the file small)."""
+    monkeypatch.setattr(loader, "WATCH_FLOOR", 0)
     path = tmp_path / "snap.pickle"
     head = pickle.PROTO + b"\x02" + pickle.EMPTY_LIST + pickle.MARK
-    path.write_bytes(head + pickle.EMPTY_DICT * (MAX_STACK_RUN + 1) + pickle.APPENDS + pickle.STOP)
+    path.write_bytes(head + pickle.EMPTY_DICT * 10**6 + pickle.APPENDS + pickle.STOP)
     with pytest.raises(SnapshotFormatError) as e:
         load_snapshot(path)
     assert str(e.value) == (
         f"{path}: not a CUDA memory snapshot: more than 10,000 items pile up on the unpickler's stack by byte "
-        "10,005 (pickle.dump, which torch uses, fills containers in batches of 1,000, a smaller one "
-        "only last)"
+        "10,005 (pickle.dump, which torch uses, fills containers in batches of 1,000, a smaller one only last)"
     )
+
+
+def test_the_scan_runs_only_when_loading_grows_fast(tmp_path, monkeypatch):
+    """The recipe's snapshot grows by less than 10 bytes per byte read: not scanned, even past a floor
+    of 0; 10^6 empty dicts in batches of 1,000 (as pickle.dump writes them) grow by 64: scanned, and pass."""
+    monkeypatch.setattr(loader, "WATCH_FLOOR", 0)
+    scanned: list[int] = []
+    real = loader.crafted_at
+
+    def counted(fh, *args):
+        scanned.append(os.fstat(fh.fileno()).st_size)
+        return real(fh, *args)
+
+    monkeypatch.setattr(loader, "crafted_at", counted)
+    load_snapshot(FIXTURES / "memory_recipe_b4.pickle")
+    assert scanned == []
+    path = tmp_path / "batched.pickle"
+    batch = pickle.MARK + pickle.EMPTY_DICT * 1000 + pickle.APPENDS
+    path.write_bytes(pickle.PROTO + b"\x04" + pickle.EMPTY_LIST + batch * 1000 + pickle.STOP)
+    assert len(load_snapshot(path)["segments"]) == 10**6
+    assert scanned == [path.stat().st_size]
 
 
 def test_container_bytes_are_counted_whether_opcode_or_data(tmp_path):
@@ -178,7 +201,7 @@ def test_a_file_whose_containers_exceed_the_budget_is_refused_before_unpickling(
     )
     path.write_bytes(pickle.PROTO + b"\x04" + pickle.EMPTY_LIST + batch * 4194 + pickle.STOP)  # 255.98 MB
     with open(path, "rb") as fh:
-        assert loader._check_opcodes(fh, path, path.stat().st_size) is None
+        assert loader._check_containers(fh, path, path.stat().st_size) is None
 
 
 @pytest.mark.parametrize("name", ["memory_recipe_b4.pickle", "memory_recipe_b8.pickle", "memory_schema.pickle"])
