@@ -56,7 +56,7 @@ class _Op:
 
 _GIVES_BACK = {"APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS", "MEMOIZE", "DUP", "BUILD", "READONLY_BUFFER"}
 _GETS = {ord("g"), ord("h"), ord("j")}  # push an item from the memo
-_SLOW = {"STOP", "GET", "BINGET", "LONG_BINGET", "APPEND", "SETITEM"}
+_SLOW = {"STOP", "GET", "BINGET", "LONG_BINGET"}  # besides those that pop or touch a MARK
 # Opcodes that fill the container below what they pop, with the stack items of a full batch
 # (0: always a batch of one item).
 _FILLS = {ord("a"): 0, ord("s"): 0, ord("e"): BATCH, ord("u"): 2 * BATCH, ord("\x90"): BATCH}
