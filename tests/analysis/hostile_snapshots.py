@@ -43,14 +43,15 @@ class Ops:
 
 
 def _snapshot_with_entry(path: Path, write_frames: Callable[[Ops], None], extra: dict | None = None) -> None:
-    """{"segments": [], "device_traces": [[{alloc entry, frames=<written by write_frames>}]]}"""
-    o = Ops().raw(pickle.EMPTY_DICT).str("segments").raw(pickle.EMPTY_LIST + pickle.SETITEM)
-    o.str("device_traces").raw(pickle.MARK + pickle.MARK + pickle.EMPTY_DICT)
+    """{"segments": [], "device_traces": [[{alloc entry, frames=<written by write_frames>}]]}, each dict
+    filled by one SETITEMS as pickle.dump writes it (a dict filled twice is refused before its content)."""
+    o = Ops().raw(pickle.EMPTY_DICT + pickle.MARK).str("segments").raw(pickle.EMPTY_LIST)
+    o.str("device_traces").raw(pickle.MARK + pickle.MARK + pickle.EMPTY_DICT + pickle.MARK)
     for k, v in {"action": "alloc", "addr": 1, "size": 512, "stream": 0, **(extra or {})}.items():
-        o.str(k).value(v).raw(pickle.SETITEM)
+        o.str(k).value(v)
     o.str("frames")
     write_frames(o)
-    o.raw(pickle.SETITEM + pickle.LIST + pickle.LIST + pickle.SETITEM).write(path)
+    o.raw(pickle.SETITEMS + pickle.LIST + pickle.LIST + pickle.SETITEMS).write(path)
 
 
 def nested_frames(path: Path, depth: int = 100_000) -> None:
@@ -84,7 +85,7 @@ def frames_1e7_aliased(path: Path, n: int = 10**7) -> None:
 
 
 def frames_1e7_distinct(path: Path, n: int = 10**7) -> None:
-    """One entry with ``n`` distinct frame dicts (a 110 MB file that would take ~2.5 GB to load)."""
+    """One entry with ``n`` distinct frame dicts (a 150 MB file that takes 2.1 GB to load)."""
 
     def frames(o: Ops) -> None:
         o.raw(pickle.EMPTY_LIST + pickle.MARK)
@@ -102,6 +103,25 @@ def frames_1e7_distinct(path: Path, n: int = 10**7) -> None:
     _snapshot_with_entry(path, frames)
 
 
+def dicts_1e7_appended(path: Path, n: int = 10**7) -> None:
+    """One entry whose frames list gets ``n`` distinct dicts one APPEND at a time: the stack stays
+    short (a 20 MB file that took 345 MB before the budget stopped it)."""
+    _snapshot_with_entry(path, lambda o: o.raw(pickle.EMPTY_LIST + (pickle.EMPTY_DICT + pickle.APPEND) * n))
+
+
+def dicts_1e7_appended_from_memo(path: Path, n: int = 10**7) -> None:
+    """The same, fetching the list from the memo for each dict and popping it after (a 50 MB file)."""
+    one = pickle.BINGET + b"\x01" + pickle.EMPTY_DICT + pickle.APPEND + pickle.POP
+    _snapshot_with_entry(path, lambda o: o.raw(pickle.EMPTY_LIST).put(1).raw(one * n))
+
+
+def empty_dicts_1e7_batched(path: Path, n: int = 10**7) -> None:
+    """One entry whose frames list gets ``n`` empty dicts in batches of 1,000, as pickle.dump writes
+    them: a byte per dict (a 10 MB file that builds 720 MB)."""
+    batch = pickle.MARK + pickle.EMPTY_DICT * 1000 + pickle.APPENDS
+    _snapshot_with_entry(path, lambda o: o.raw(pickle.EMPTY_LIST + batch * (n // 1000)))
+
+
 def entries_1e7_aliased(path: Path, n: int = 10**7) -> None:
     """10^7 trace entries, all the same memoized alloc entry (a 50 MB file)."""
     o = Ops().raw(pickle.EMPTY_DICT).str("segments").raw(pickle.EMPTY_LIST + pickle.SETITEM)
@@ -115,13 +135,12 @@ def huge_string(path: Path, size: int = 100 << 20) -> None:
     _snapshot_with_entry(
         path,
         lambda o: (
-            o.raw(pickle.MARK + pickle.EMPTY_DICT)
+            o.raw(pickle.MARK + pickle.EMPTY_DICT + pickle.MARK)
             .str("filename")
             .str("/a.py")
-            .raw(pickle.SETITEM)
             .str("name")
             .str("n" * size)
-            .raw(pickle.SETITEM + pickle.LIST)
+            .raw(pickle.SETITEMS + pickle.LIST)
         ),
     )
 
@@ -174,6 +193,9 @@ CASES: dict[str, Callable[[Path], None]] = {
     "10^5-deep list under an unread key": nested_in_unused_key,
     "10^7 frames (one memoized dict)": frames_1e7_aliased,
     "10^7 distinct frames": frames_1e7_distinct,
+    "10^7 dicts appended one by one": dicts_1e7_appended,
+    "10^7 dicts appended to a list from the memo": dicts_1e7_appended_from_memo,
+    "10^7 empty dicts in batches of 1,000": empty_dicts_1e7_batched,
     "10^7 entries (one memoized dict)": entries_1e7_aliased,
     "100 MB function name": huge_string,
     "size 10^100000": huge_int,
@@ -189,12 +211,13 @@ p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.
 err = p.stderr.read()
 _, status, usage = os.wait4(p.pid, 0)
 print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "seconds": time.perf_counter() - t0,
-                  "rss_mb": usage.ru_maxrss / 1024, "stderr": err.decode(errors="replace")}))
+                  "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
+                  "stderr": err.decode(errors="replace")}))
 """
 
 
 def run_measured(argv: list[str], cwd: Path, env: dict, timeout: float) -> dict:
-    """Run ``argv``; its exit code, seconds, peak RSS (MB) and stderr.
+    """Run ``argv``; its exit code, seconds (wall and CPU), peak RSS (MB) and stderr.
 
     Through a small Python in between: an exec'd child inherits its parent's peak RSS in
     ``ru_maxrss`` (the kernel keeps the old memory map's high-water mark), so measured from a

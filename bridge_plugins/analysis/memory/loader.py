@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from bridge_plugins.analysis.errors import AnalysisInputError
+from bridge_plugins.analysis.memory.budget import BYTES_PER_FILE_BYTE, MIN_BUDGET, budget_for
+from bridge_plugins.analysis.memory.pickle_scan import count_containers, crafted_at
 from bridge_plugins.analysis.memory.shape import ShapeError, check_snapshot
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
@@ -33,7 +36,7 @@ class SnapshotFormatError(AnalysisInputError, ValueError):
 
 
 class _DataOnlyUnpickler(pickle.Unpickler):
-    def __init__(self, file: IO[bytes], path: Path) -> None:
+    def __init__(self, file: IO[bytes] | _Watched, path: Path) -> None:
         super().__init__(file)
         self._path = path
 
@@ -65,8 +68,9 @@ def load_snapshot(path: str | Path) -> dict:
                     f"{path}: not a CUDA memory snapshot (expected a pickle from torch.cuda.memory._dump_snapshot, "
                     f"the file starts with {head!r})"
                 )
+            _check_containers(fh, path, size)
             fh.seek(0)
-            data = _unpickle(fh, path)
+            data = _unpickle(_Watched(fh, lambda: _check_crafted(fh, path)), path)
     except NotARegularFile as e:
         raise SnapshotFormatError(f"{path}: cannot read: {e}") from None
     except OSError as e:
@@ -89,7 +93,74 @@ def load_snapshot(path: str | Path) -> dict:
     return data
 
 
-def _unpickle(fh: IO[bytes], path: Path) -> Any:
+def _check_containers(fh: IO[bytes], path: Path, size: int) -> None:
+    """Refuse a file whose bytes alone can make more dicts and lists than its memory budget holds."""
+    made = count_containers(fh)
+    budget = budget_for(size)
+    if made.least_bytes > budget:
+        raise SnapshotFormatError(
+            f"{path}: refused: its bytes can make up to {made.dicts:,} dicts and {made.lists:,} lists, which take "
+            f"at least {made.least_bytes >> 20} MB once built, over its memory budget of {budget >> 20} MB "
+            f"({BYTES_PER_FILE_BYTE}x its size, at least {MIN_BUDGET >> 20} MB)"
+        )
+
+
+def _check_crafted(fh: IO[bytes], path: Path) -> None:
+    """Refuse a file that holds what pickle.dump never writes (``pickle_scan.crafted_at``)."""
+    crafted = crafted_at(fh)
+    if crafted is not None:
+        raise SnapshotFormatError(
+            f"{path}: not a CUDA memory snapshot: {crafted.what} (pickle.dump, which torch uses, fills "
+            "containers in batches of 1,000, a smaller one only last)"
+        )
+
+
+WATCH_FLOOR = 64 << 20
+WATCH_RATIO = 10
+
+
+def _resident() -> int | None:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _Watched:
+    """``fh`` as the unpickler reads it (every few KB): once the process has grown by more than
+    WATCH_FLOOR and WATCH_RATIO bytes per byte read, ``check`` runs, once. Loading a snapshot torch
+    wrote grows by at most 8 bytes per byte; the opcode scan it starts costs half a load's time."""
+
+    def __init__(self, fh: IO[bytes], check: Callable[[], None]) -> None:
+        self._fh, self._check = fh, check
+        self._start = _resident()
+
+    def _watch(self) -> None:
+        if self._start is None:
+            return
+        grown = (_resident() or 0) - self._start
+        if grown > WATCH_FLOOR and grown > WATCH_RATIO * self._fh.tell():
+            self._start = None
+            self._check()
+
+    def read(self, n: int = -1) -> bytes:
+        self._watch()
+        return self._fh.read(n)
+
+    def readinto(self, buf: bytearray) -> int:
+        self._watch()
+        return self._fh.readinto(buf)  # type: ignore[attr-defined]
+
+    def readline(self) -> bytes:
+        return self._fh.readline()
+
+    def peek(self, n: int = 0) -> bytes:
+        self._watch()
+        return self._fh.peek(n)  # type: ignore[attr-defined]
+
+
+def _unpickle(fh: IO[bytes] | _Watched, path: Path) -> Any:
     """The pickle in ``fh``, read straight from the file (no copy of it in memory)."""
     try:
         return _DataOnlyUnpickler(fh, path).load()
