@@ -142,16 +142,21 @@ def _header(blocks: Iterator[bytes]) -> tuple[dict, bytes, int]:
     return header, buf[m.end() :], m.end()
 
 
-def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Generator[tuple[bytes, int, bool], bool | None, None]:
+def _chunks(
+    rest: bytes, offset: int, blocks: Iterator[bytes]
+) -> Generator[tuple[bytes | bytearray | memoryview, int, bool], bool | None, None]:
     """(``[`` + whole events + ``]``, file offset of its first event, whether it is the last chunk).
 
+    The chunk is a view into the one buffer, valid until the next ``send``: the ``[`` sits before
+    the first event and the ``]`` is written over the byte after the last one (the separator), so
+    a MB of events is copied once, into the buffer, not three times into a new ``bytes``.
     When ``decode`` reports "truncated" (the cut fell inside a string or a nested list), the caller
     sends True into the generator: the next chunk is cut at an earlier boundary, and after a few
     such tries, at one in a longer piece of the file.
     """
-    buf, eof = rest, False
+    buf, eof = bytearray(b"[" + rest), False  # buf[i] is the file's byte at offset + i - 1
     while True:
-        while not eof and len(buf) < BLOCK_BYTES:
+        while not eof and len(buf) <= BLOCK_BYTES:
             block = next(blocks, None)
             eof = block is None
             buf += block or b""
@@ -159,17 +164,25 @@ def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Generator[tupl
             yield _last_chunk(buf, offset), offset, True
             return
         k, tries = len(buf), 0
-        while tries < _CUT_TRIES and (k := buf.rfind(b"}", 0, k)) >= 0:
+        while tries < _CUT_TRIES and (k := buf.rfind(b"}", 1, k)) >= 0:
             cut = _BOUNDARY.match(buf, k)
             if cut is None:
                 continue
             tries += 1
-            if not (yield b"[" + buf[: k + 1] + b"]", offset, False):
-                offset += cut.start(1)
-                buf = buf[cut.start(1) :]
+            separator = buf[k + 1]
+            buf[k + 1] = 0x5D  # "]"
+            view = memoryview(buf)[: k + 2]
+            try:
+                extend = yield view, offset, False
+            finally:
+                view.release()
+                buf[k + 1] = separator
+            if not extend:
+                offset += cut.start(1) - 1
+                del buf[1 : cut.start(1)]
                 break
         else:
-            if len(buf) > MAX_PIECE_BYTES:
+            if len(buf) - 1 > MAX_PIECE_BYTES:
                 raise Unreadable(
                     f"an event (or what follows the events) at byte {offset} is larger than "
                     f"{_mib(MAX_PIECE_BYTES)} (a huge string?), past the limit in docs/limits.md"
@@ -181,10 +194,10 @@ def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Generator[tupl
                 buf += block or b""
 
 
-def _last_chunk(buf: bytes, offset: int) -> bytes:
-    """The events left at the end of the file, as an array: msgspec decodes ``[`` + the rest of the
-    file and says where the array ends ("trailing characters"); what follows is not read."""
-    chunk = b"[" + buf
+def _last_chunk(chunk: bytes | bytearray, offset: int) -> bytes | bytearray:
+    """The events left at the end of the file, as an array (``chunk`` is ``[`` + the rest of the
+    file): msgspec decodes it and says where the array ends ("trailing characters"); what follows
+    is not read."""
     try:
         _generic.decode(chunk)
         raise Unreadable("not valid JSON (the file ends right after traceEvents, without the closing })")
@@ -196,13 +209,13 @@ def _last_chunk(buf: bytes, offset: int) -> bytes:
         if "trailing characters" in msg and m:
             return chunk[: int(m.group(1)) - 1]  # msgspec points one past the first trailing byte
         if "utf-8" in msg.lower():
-            return _last_chunk(buf.decode("utf-8", errors="replace").encode(), offset)
+            return _last_chunk(bytes(chunk).decode("utf-8", errors="replace").encode(), offset)
         if "truncated" not in msg.lower():
             raise Unreadable(_decode_error(e, offset - 1)) from None
     raise Unreadable("not valid JSON (the file ends inside traceEvents: cut off while being written or copied?)")
 
 
-def _decode(chunk: bytes, typed: msgspec.json.Decoder | None) -> tuple[bool, list[Any]]:
+def _decode(chunk: bytes | bytearray | memoryview, typed: msgspec.json.Decoder | None) -> tuple[bool, list[Any]]:
     """(True, records) or (False, the JSON values: dicts where they are events); raises msgspec's
     errors as they come."""
     if typed is not None:
@@ -242,7 +255,7 @@ def read_events(
                 if "utf-8" not in str(e).lower():
                     raise
                 # Names are C++ symbols and Python frames: a stray invalid byte must not cost the file.
-                typed_ok, values = _decode(chunk.decode("utf-8", errors="replace").encode(), typed)
+                typed_ok, values = _decode(bytes(chunk).decode("utf-8", errors="replace").encode(), typed)
         except RecursionError:
             raise Unreadable(_too_deep()) from None
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
