@@ -78,11 +78,23 @@ def workers(args: argparse.Namespace):
     return Workers(jobs=args.jobs or usable_cpus(), label=label)
 
 
+class _Version(argparse.Action):
+    """``--version``, read from the installed metadata only when asked (that import costs every
+    command ~10 ms)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"{parser.prog} {bridge_plugins.__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bridge-plugins", description="Read and steer the profiles that bridge-plugins takes."
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {bridge_plugins.__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
         importlib.import_module(f"bridge_plugins.cli.{name}").add_parser(sub)
@@ -90,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # numpy's OpenBLAS starts a thread per core on import (~0.1 s of a short command); no analysis multiplies matrices
+    import os
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
