@@ -42,6 +42,8 @@ class ByteStream(Protocol):
 
     def read(self, size: int = -1, /) -> bytes: ...
 
+    def readinto(self, buffer: memoryview, /) -> int: ...
+
 
 class Unreadable(Exception):
     """The file is not a readable trace: ``str(e)`` says what is wrong."""
@@ -142,56 +144,100 @@ def _header(blocks: Iterator[bytes]) -> tuple[dict, bytes, int]:
     return header, buf[m.end() :], m.end()
 
 
+class _Unread:
+    """The part of ``traceEvents`` read but not yet decoded, ``buf[lo:hi]`` (file offset ``offset`` at
+    ``lo``), in one buffer that lives as long as the file is read: each block is read into it and
+    each chunk is a view of it. A buffer of its own per block or chunk would be fresh memory every
+    MB, and faulting in those pages cost more than copying them."""
+
+    def __init__(self, rest: bytes, offset: int, fh: ByteStream) -> None:
+        self.buf = bytearray(2 * BLOCK_BYTES + len(rest))
+        self.lo, self.hi, self.offset, self.fh, self.eof = 1, 1 + len(rest), offset, fh, False  # buf[0]: room for "["
+        self.buf[self.lo : self.hi] = rest
+
+    def __len__(self) -> int:
+        return self.hi - self.lo
+
+    def read(self, want: int) -> None:
+        """Read blocks until ``want`` bytes are unread or the file ends; a block of nothing but
+        whitespace counts as one space (outside a string: inside one it is past the limit anyway)."""
+        buf = self.buf
+        while not self.eof and self.hi - self.lo < want:
+            if self.hi + BLOCK_BYTES > len(buf):
+                buf = self._make_room()
+            got = self.fh.readinto(memoryview(buf)[self.hi : self.hi + BLOCK_BYTES])
+            if not got:
+                self.eof = True
+                return
+            end = self.hi + got
+            if buf[self.hi] in _WS and buf[end - 1] in _WS and not buf[self.hi : end].strip(_WS):
+                end = self.hi + 1
+                buf[self.hi] = 0x20
+            self.hi = end
+
+    def _make_room(self) -> bytearray:
+        """Move the unread bytes to the front, and grow the buffer if they and a block do not fit."""
+        n = self.hi - self.lo
+        self.buf[1 : 1 + n] = self.buf[self.lo : self.hi]
+        self.lo, self.hi = 1, 1 + n
+        if self.hi + BLOCK_BYTES > len(self.buf):
+            self.buf.extend(bytes(self.hi + BLOCK_BYTES))  # an event longer than a block: at most MAX_PIECE_BYTES
+        return self.buf
+
+    def consume(self, to: int) -> None:
+        """The bytes before ``buf[to]`` are done."""
+        self.offset += to - self.lo
+        self.lo = to
+
+    def rest(self) -> bytes:
+        """``[`` and what is left, to the end of the file."""
+        return b"[" + bytes(self.buf[self.lo : self.hi])
+
+
 def _chunks(
-    rest: bytes, offset: int, blocks: Iterator[bytes]
+    rest: bytes, offset: int, fh: ByteStream
 ) -> Generator[tuple[bytes | bytearray | memoryview, int, bool], bool | None, None]:
     """(``[`` + whole events + ``]``, file offset of its first event, whether it is the last chunk).
 
-    The chunk is a view into the one buffer, valid until the next ``send``: the ``[`` sits before
-    the first event and the ``]`` is written over the byte after the last one (the separator), so
-    a MB of events is copied once, into the buffer, not three times into a new ``bytes``.
+    A chunk is a view of the buffer, valid until the next ``send``: the ``[`` is written over the
+    byte before the first event and the ``]`` over the one after the last (both in a separator).
     When ``decode`` reports "truncated" (the cut fell inside a string or a nested list), the caller
     sends True into the generator: the next chunk is cut at an earlier boundary, and after a few
     such tries, at one in a longer piece of the file.
     """
-    buf, eof = bytearray(b"[" + rest), False  # buf[i] is the file's byte at offset + i - 1
+    unread = _Unread(rest, offset, fh)
     while True:
-        while not eof and len(buf) <= BLOCK_BYTES:
-            block = next(blocks, None)
-            eof = block is None
-            buf += block or b""
-        if eof:
-            yield _last_chunk(buf, offset), offset, True
+        unread.read(BLOCK_BYTES)
+        if unread.eof:
+            yield _last_chunk(unread.rest(), unread.offset), unread.offset, True
             return
-        k, tries = len(buf), 0
-        while tries < _CUT_TRIES and (k := buf.rfind(b"}", 1, k)) >= 0:
-            cut = _BOUNDARY.match(buf, k)
+        buf, lo, hi = unread.buf, unread.lo, unread.hi
+        k, tries = hi, 0
+        while tries < _CUT_TRIES and (k := buf.rfind(b"}", lo, k)) >= 0:
+            cut = _BOUNDARY.match(buf, k, hi)
             if cut is None:
                 continue
             tries += 1
             separator = buf[k + 1]
-            buf[k + 1] = 0x5D  # "]"
-            view = memoryview(buf)[: k + 2]
+            buf[lo - 1], buf[k + 1] = 0x5B, 0x5D  # "[" and "]"
+            view = memoryview(buf)[lo - 1 : k + 2]
             try:
-                extend = yield view, offset, False
+                extend = yield view, unread.offset, False
             finally:
                 view.release()
                 buf[k + 1] = separator
             if not extend:
-                offset += cut.start(1) - 1
-                del buf[1 : cut.start(1)]
+                unread.consume(cut.start(1))
                 break
         else:
-            if len(buf) - 1 > MAX_PIECE_BYTES:
+            if len(unread) > MAX_PIECE_BYTES:
                 raise Unreadable(
-                    f"an event (or what follows the events) at byte {offset} is larger than "
+                    f"an event (or what follows the events) at byte {unread.offset} is larger than "
                     f"{_mib(MAX_PIECE_BYTES)} (a huge string?), past the limit in docs/limits.md"
                 )
-            grown = len(buf) + BLOCK_BYTES  # read a block's worth of data before looking again: a
-            while not eof and len(buf) < grown:  # block of padding adds one byte, and a look costs a scan
-                block = next(blocks, None)
-                eof = block is None
-                buf += block or b""
+            # read a block's worth of data before looking again: a block of padding adds one byte,
+            # and a look costs a scan
+            unread.read(len(unread) + BLOCK_BYTES)
 
 
 def _last_chunk(chunk: bytes | bytearray, offset: int) -> bytes | bytearray:
@@ -237,10 +283,9 @@ def read_events(
     typed = None
     if record_type is not None and on_records is not None:
         typed = msgspec.json.Decoder(GenericAlias(list, (record_type,)))  # list[record_type]
-    blocks = _blocks(fh)
-    header, rest, offset = _header(blocks)
+    header, rest, offset = _header(_blocks(fh))
     on_header(header)
-    chunks = _chunks(rest, offset, blocks)
+    chunks = _chunks(rest, offset, fh)
     extend: bool | None = None
     while True:
         try:
