@@ -36,10 +36,11 @@ _NOT_A_STRING = "\0(a category that is not a string)"  # what a dict event's odd
 
 
 class Args(msgspec.Struct, frozen=True, gc=False):
-    """The ``args`` fields the collector reads (the fast reader decodes only these). -1 and NaN: absent."""
+    """The ``args`` fields the collector reads (the fast reader decodes only these). -1 and NaN: absent.
+    In the order Kineto writes them (msgspec finds a field faster where it expects it next)."""
 
-    correlation: int = -1
     stream: int = -1
+    correlation: int = -1
     bytes: float = _NAN  # memcpy/memset
     bandwidth: float = msgspec.field(default=_NAN, name="memory bandwidth (GB/s)")
 
@@ -52,12 +53,12 @@ class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     them (NaN: no number). The fast reader decodes them so (as :data:`Record`); a chunk with a value
     of another type arrives as dicts (see :func:`event_from_dict`)."""
 
-    cat: str | None = None
+    cat: str | None = None  # the fields in the order Kineto writes them, as in Args
     name: str = ""
-    ts: float = _NAN
-    dur: float = _NAN
     pid: int | str | None = None
     tid: int | str | None = None
+    ts: float = _NAN
+    dur: float = _NAN
     args: Args = _NO_ARGS
 
 
@@ -118,9 +119,9 @@ def event_from_dict(e: dict) -> Event | Skipped:
         corr = _int_or_none(a.get("correlation"))
         stream = _int_or_none(a.get("stream")) if corr >= 0 else -1
         bw = a.get("memory bandwidth (GB/s)")
-        args = Args(corr, stream, _float_or_nan(a.get("bytes")), _float_or_nan(bw))
+        args = Args(stream, corr, _float_or_nan(a.get("bytes")), _float_or_nan(bw))
     pid, tid = _hashable(e.get("pid")), _hashable(e.get("tid"))
-    return Event(cat, name, ts, dur, pid, tid, args)  # type: ignore[arg-type]
+    return Event(cat, name, pid, tid, ts, dur, args)  # type: ignore[arg-type]
 
 
 @dataclass
