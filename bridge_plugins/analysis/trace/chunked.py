@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Callable, Generator, Iterator
 from types import GenericAlias
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 
 import msgspec
 
@@ -57,7 +57,7 @@ def open_stream(raw: BinaryIO, gzipped: bool) -> ByteStream:
     """``raw`` (a binary file), decompressed if ``gzipped`` (the file name says so): by ISA-L in a
     second thread, which overlaps decompressing the next MB with decoding this one."""
     if not gzipped:
-        return raw
+        return cast(ByteStream, raw)  # a buffered file (open_regular), which has readinto
     magic = raw.read(2)
     raw.seek(0)
     if magic != GZIP_MAGIC:
@@ -276,7 +276,7 @@ def read_events(
     fh: ByteStream,
     on_header: Callable[[dict], None],
     on_event: Callable[[dict], None],
-    record_type: type | None = None,
+    record_type: Any = None,
     on_records: Callable[[list], None] | None = None,
 ) -> None:
     """Read the binary stream ``fh`` (see module doc). Raises Unreadable or NotFast."""

@@ -13,7 +13,7 @@ import re
 from array import array
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Union
 
 import msgspec
 import numpy as np
@@ -68,7 +68,8 @@ class Skipped(msgspec.Struct, gc=False, tag_field="ph"):
 
 
 _PHASES = "BEIiCbneSTpFstfPNODMVvRc()"  # the Chrome trace format's phases other than X
-Record = Union[(Event, *(type(f"Skipped_{ph}", (Skipped,), {}, tag=ph) for ph in _PHASES))]  # noqa: UP007
+_SKIPPED_TYPES = tuple(type(f"Skipped_{ph}", (Skipped,), {}, tag=ph) for ph in _PHASES)
+Record: Any = Union.__getitem__((Event, *_SKIPPED_TYPES))  # Union[Event, Skipped_B, ...], built at run time
 """What the fast reader decodes each event as (``ph`` picks the type); an event with another
 ``ph``, or none, sends its chunk to the dict path, which skips it."""
 _SKIPPED = Skipped()
@@ -224,10 +225,10 @@ class Collector:
         for e in records:
             if e.__class__ is not Event:
                 continue
-            cat, ts, dur = e.cat, e.ts, e.dur  # type: ignore[union-attr]  # an Event: checked above
+            cat, ts, dur = e.cat, e.ts, e.dur  # an Event: checked above
             if cat is None or cat == "Trace" or ts != ts or dur != dur:  # no category, or a time NaN: none
                 continue
-            name, args = e.name, e.args  # type: ignore[union-attr]
+            name, args = e.name, e.args
             corr = args.correlation
             thread = -1
             if corr >= 0:
@@ -250,7 +251,7 @@ class Collector:
                     continue
                 if name in _GPU_SYNC_NAMES:
                     continue
-                key = (e.pid, e.tid)  # type: ignore[union-attr]
+                key = (e.pid, e.tid)
                 known = threads_get(key)
                 thread = self._thread(key) if known is None else known
                 i = ids_get(name)
@@ -262,10 +263,10 @@ class Collector:
             if "ProfilerStep" in name:
                 self._profiler_step(name, cat == "user_annotation", ts, dur)
             if cat in tables:
-                lists = ops.get((cat, e.pid, e.tid))  # type: ignore[union-attr]
+                lists = ops.get((cat, e.pid, e.tid))
                 if lists is None:
-                    lists = self._table_lists(cat, e, thread, by_thread)  # type: ignore[arg-type]
-                    ops[cat, e.pid, e.tid] = lists  # type: ignore[union-attr]
+                    lists = self._table_lists(cat, e, thread, by_thread)
+                    ops[cat, e.pid, e.tid] = lists
                 lists[0].append(ts)
                 lists[1].append(dur)
                 i = ids_get(name)

@@ -211,7 +211,7 @@ def read_trace(
     path: Path,
     on_header: Callable[[dict], None],
     on_event: Callable[[dict], None],
-    record_type: type | None = None,
+    record_type: object = None,
     on_records: Callable[[list], None] | None = None,
 ) -> None:
     """Call ``on_header(header)``, then, for every element of traceEvents that is an object, either
