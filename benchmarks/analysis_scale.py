@@ -157,7 +157,7 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(args.work)
     print("reader: msgspec on chunks of events (ISA-L gzip); streaming fallback: ijson", end=" ")
-    print(__import__("bridge_plugins.analysis.trace.reader", fromlist=["x"])._ijson.backend)
+    print(__import__("bridge_plugins.analysis.trace.reader", fromlist=["x"]).backends()[0].backend)
     print(
         f"{'size MB':>8} {'ours s':>8} {'ours RSS MB':>12} {'RSS/size':>9} {'HTA s':>8} {'HTA RSS MB':>11} {'HTA/ours':>9}"
     )

@@ -3,8 +3,9 @@
 Each round runs ``gzip -dc FILE``, then the two checkouts in turn (the order alternates by round),
 each in a fresh process (its own CPU time from wait4), and prints the times and the ratios to gzip
 and between the two; then the medians and the load average. A shared machine's load changes from
-second to second, so only ratios within a round mean something. Checkouts: ``git worktree add
---detach DIR COMMIT``. Example (the figures in benchmarks/results/analysis_speed_memory_cpu.txt):
+second to second, so only ratios within a round mean something. Both checkouts' modules are
+compiled first, as ``pip install`` does (a checkout run with PYTHONDONTWRITEBYTECODE would
+compile them in every run). Checkouts: ``git worktree add --detach DIR COMMIT``. Example (the figures in benchmarks/results/analysis_speed_memory_cpu.txt):
 
     nice .venv/bin/python -m benchmarks.summary_side_by_side /tmp/bench/rank0.json.gz \\
         --before /tmp/base --after . --rounds 8
@@ -49,6 +50,8 @@ def main() -> int:
         str(Path(args.before).resolve()),
         str(Path(args.after).resolve()),
     )
+    for checkout in (before, after):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", f"{checkout}/bridge_plugins"], check=True)
     rows: dict[str, list[tuple[float, float]]] = {"gzip": [], "before": [], "after": []}
     print(
         f"{'round':>5} {'gzip s/cpu':>11} {'before s/cpu':>13} {'after s/cpu':>12} "

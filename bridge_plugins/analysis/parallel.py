@@ -15,12 +15,13 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing.context import BaseContext
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:  # the pool's modules are imported when a pool runs: one trace never pays for them
+    from concurrent.futures import Future
+    from multiprocessing.context import BaseContext
 
 RAY_TASK_RETRIES = 3
 """How often Ray reruns a trace whose worker process died (Ray's ``max_retries``)."""
@@ -185,6 +186,9 @@ def _run(
     Ctrl-C is the driver's to handle: the workers never see SIGINT (a Ctrl-C would otherwise kill
     them one by one and the pool would read their files again), and on KeyboardInterrupt the
     driver terminates them before passing it on."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(order)), mp_context=context)
     try:
         # Blocked while the workers are forked (on the first submit): they inherit it blocked, so

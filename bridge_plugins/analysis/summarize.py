@@ -17,7 +17,7 @@ from bridge_plugins.analysis.findings.run import rank_findings
 from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.schema import Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
-from bridge_plugins.analysis.trace.collect import Collector, Event
+from bridge_plugins.analysis.trace.collect import Collector, Record
 from bridge_plugins.analysis.trace.per_step import per_step
 from bridge_plugins.analysis.trace.reader import TraceError, read_trace
 from bridge_plugins.analysis.trace.steps import step_stats
@@ -41,7 +41,7 @@ def _rank(header: dict, path: Path) -> tuple[int | None, str, int | None]:
 def summarize_trace(path: Path) -> TraceAsRead:
     """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
     c = Collector()
-    read_trace(path, c.on_header, c.on_event, Event, c.on_records)
+    read_trace(path, c.on_header, c.on_event, Record, c.on_records)
     d = c.data
     rank, source, world = _rank(d.header, path)
     types = gpu_breakdown.kernel_types(d)

@@ -79,11 +79,23 @@ def workers(args: argparse.Namespace):
     return Workers(jobs=args.jobs or usable_cpus(), label=label)
 
 
+class _Version(argparse.Action):
+    """``--version``, read from the installed metadata only when asked (that import costs every
+    command ~10 ms)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"{parser.prog} {bridge_plugins.__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bridge-plugins", description="Read and steer the profiles that bridge-plugins takes."
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {bridge_plugins.__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
         importlib.import_module(f"bridge_plugins.cli.{name}").add_parser(sub)
@@ -91,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # numpy's OpenBLAS starts a thread per core on import (~0.1 s of a short command); no analysis multiplies matrices
+    import os
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         args = build_parser().parse_args(argv)
         return int(args.run(args) or 0)
@@ -98,8 +114,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bridge-plugins {args.command}: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `bridge-plugins summary DIR | head`: the reader left, which is fine
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
     except (KeyboardInterrupt, Exception) as e:

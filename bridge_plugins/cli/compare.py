@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import json
 
-from bridge_plugins.analysis.compare import compare
-from bridge_plugins.analysis.text.compare import print_compare
-from bridge_plugins.analysis.text.summary import console
 from bridge_plugins.cli import UsageError, add_top, add_workers, top_rows, workers
 from bridge_plugins.cli.summary import print_problems
-from bridge_plugins.jobdir.scan import NothingToRead
 
 
 def add_parser(sub) -> None:
@@ -34,6 +30,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from bridge_plugins.analysis.compare import compare  # here, not above: see cli/summary.py
+    from bridge_plugins.jobdir.scan import NothingToRead
+
     top = top_rows(args)
     try:
         c = compare([args.base], [args.new], top=top, workers=workers(args))
@@ -42,6 +41,9 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(c, indent=1))
     else:
+        from bridge_plugins.analysis.text.compare import print_compare
+        from bridge_plugins.analysis.text.summary import console
+
         print_compare(c, console())
     print_problems(c["problems"], "compare")
     return 0

@@ -6,15 +6,8 @@ nothing could be read. ``--json`` prints ``{"schema_version", "findings": [...]}
 
 from __future__ import annotations
 
-from rich.text import Text
-
-from bridge_plugins.analysis.jsonable import dumps
-from bridge_plugins.analysis.summarize import SCHEMA_VERSION, summarize
-from bridge_plugins.analysis.text.findings import advice, findings_table
-from bridge_plugins.analysis.text.summary import console
 from bridge_plugins.cli import UsageError, add_workers, workers
 from bridge_plugins.cli.summary import print_problems
-from bridge_plugins.jobdir.scan import NothingToRead
 
 
 def add_parser(sub) -> None:
@@ -32,6 +25,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from bridge_plugins.analysis.jsonable import dumps  # here, not above: see cli/summary.py
+    from bridge_plugins.analysis.summarize import SCHEMA_VERSION, summarize
+    from bridge_plugins.jobdir.scan import NothingToRead
+
     try:
         s = summarize(args.paths, top=None, workers=workers(args))
     except NothingToRead as e:
@@ -39,6 +36,11 @@ def run(args) -> int:
     if args.json:
         print(dumps({"schema_version": SCHEMA_VERSION, "findings": s["findings"]}))
     else:
+        from rich.text import Text
+
+        from bridge_plugins.analysis.text.findings import advice, findings_table
+        from bridge_plugins.analysis.text.summary import console
+
         out = console()
         out.print(findings_table(s["findings"]))
         for line in advice(s["findings"]):

@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from bridge_plugins.analysis.jsonable import dumps
-from bridge_plugins.analysis.summarize import summarize, without_timelines
-from bridge_plugins.analysis.text.summary import console, print_summary
 from bridge_plugins.cli import UsageError, add_top, add_workers, top_rows, workers
-from bridge_plugins.jobdir.scan import NothingToRead
 
 
 def add_parser(sub) -> None:
@@ -44,6 +40,11 @@ def print_problems(problems, command: str) -> None:
 
 
 def run(args) -> int:
+    # imported here, not above: the parser is built for every command, and --json needs no rich
+    from bridge_plugins.analysis.jsonable import dumps
+    from bridge_plugins.analysis.summarize import summarize, without_timelines
+    from bridge_plugins.jobdir.scan import NothingToRead
+
     top = top_rows(args)
     try:
         s = summarize(args.paths, top=top, workers=workers(args))
@@ -52,6 +53,8 @@ def run(args) -> int:
     if args.json:
         print(dumps(s if args.timelines else without_timelines(s)))
     else:
+        from bridge_plugins.analysis.text.summary import console, print_summary
+
         print_summary(s, console())
     print_problems(s["problems"], "summary")
     return 0

@@ -141,7 +141,7 @@ def test_compare_cli_job_directories_and_json(tmp_path):
 
 def test_analysis_imports_neither_torch_nor_nemo_run_nor_the_runtime():
     code = (
-        "import sys, bridge_plugins.analysis, bridge_plugins.cli.summary, bridge_plugins.cli.compare, "
+        "import sys, bridge_plugins.analysis.summarize, bridge_plugins.analysis.compare, bridge_plugins.cli.summary, "
         "bridge_plugins.analysis.text.job; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nemo_run') "
         "or m.startswith('bridge_plugins.runtime')))"

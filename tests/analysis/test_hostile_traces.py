@@ -17,7 +17,7 @@ import pytest
 
 from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.trace import collect
-from bridge_plugins.analysis.trace.collect import MAX_NAMES, Collector, Event
+from bridge_plugins.analysis.trace.collect import MAX_NAMES, Collector, Record
 from bridge_plugins.analysis.trace.reader import TraceError, _read_streaming, read_trace
 from tests.analysis.hostile_inputs import CASES, JOB2, Case, run_summary
 
@@ -44,7 +44,7 @@ def check(case: Case, path: Path, timeout: float = 300) -> dict | None:
 def collected(path: Path, fast: bool):
     c = Collector()
     if fast:
-        read_trace(path, c.on_header, c.on_event, Event, c.on_records)
+        read_trace(path, c.on_header, c.on_event, Record, c.on_records)
     else:
         _read_streaming(path, c.on_header, c.on_event)
     d = c.data
@@ -107,7 +107,7 @@ def test_spilled_columns_read_back_whole(monkeypatch):
     in_memory = collected(JOB2, fast=True)
     monkeypatch.setattr(collect, "SPILL_AT", 7)
     c = Collector()
-    read_trace(JOB2, c.on_header, c.on_event, Event, c.on_records)
+    read_trace(JOB2, c.on_header, c.on_event, Record, c.on_records)
     assert c.data.cpu_corr_spilled is not None and c.data.ops.spilled and c.data.annotations.spilled
     spilled = collected(JOB2, fast=True)
     for column in ("ops", "py", "annotations", "cpu", "threads", "steps", "step_ts", "names"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bridge_plugins.analysis.analyzers.overlap import intersection_length
+from bridge_plugins.analysis.analyzers.syncs import _enclosing_any
 from bridge_plugins.analysis.analyzers.threads import enclosing, innermost, outermost
 from bridge_plugins.analysis.trace.gpu_events import match, union
 
@@ -34,3 +35,16 @@ def test_intersection_of_two_unions():
 
 def test_match_finds_the_first_occurrence():
     assert match(np.array([7, 3, 7, 9]), np.array([7, 9, 4])).tolist() == [0, 3, -1]
+
+
+def test_enclosing_any_keeps_the_events_that_contain_a_time():
+    """Against the definition (start <= t <= end for some t), on random threads with ties at the ends."""
+    assert _enclosing_any((STARTS, ENDS - STARTS, np.arange(5)), [25.0, 300.0])[2].tolist() == [0, 1, 2, 4]
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        n, k = rng.integers(0, 50), rng.integers(0, 8)
+        ts = rng.integers(0, 30, n) + rng.choice([0.0, 0.5], n)
+        dur = rng.integers(0, 10, n).astype(float)
+        times = (rng.integers(0, 40, k) + rng.choice([0.0, 0.5], k)).tolist()
+        inside = [i for i in range(n) if any(ts[i] <= t <= ts[i] + dur[i] for t in times)]
+        assert _enclosing_any((ts, dur, np.arange(n)), times)[2].tolist() == inside

@@ -110,10 +110,11 @@ def _enclosing_any(
     """The events of a thread's (ts, dur, name id) columns that contain one of ``times``: the few a
     stack needs, so the sorting below does not copy a whole thread's operators."""
     ts, dur, ids = cols
-    end = ts + dur
-    m = np.zeros(len(ts), dtype=bool)
-    for t in times:
-        m |= (ts <= t) & (end >= t)
+    t = np.sort(np.asarray(times, dtype=np.float64))
+    if len(t) == 0:
+        return ts[:0], dur[:0], ids[:0]
+    first = np.searchsorted(t, ts)  # each event's first time at or after its start: inside it if before its end
+    m = (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur)
     return ts[m], dur[m], ids[m]
 
 

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Callable, Generator, Iterator
 from types import GenericAlias
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 
 import msgspec
 
@@ -42,6 +42,8 @@ class ByteStream(Protocol):
 
     def read(self, size: int = -1, /) -> bytes: ...
 
+    def readinto(self, buffer: memoryview, /) -> int: ...
+
 
 class Unreadable(Exception):
     """The file is not a readable trace: ``str(e)`` says what is wrong."""
@@ -55,7 +57,7 @@ def open_stream(raw: BinaryIO, gzipped: bool) -> ByteStream:
     """``raw`` (a binary file), decompressed if ``gzipped`` (the file name says so): by ISA-L in a
     second thread, which overlaps decompressing the next MB with decoding this one."""
     if not gzipped:
-        return raw
+        return cast(ByteStream, raw)  # a buffered file (open_regular), which has readinto
     magic = raw.read(2)
     raw.seek(0)
     if magic != GZIP_MAGIC:
@@ -142,49 +144,106 @@ def _header(blocks: Iterator[bytes]) -> tuple[dict, bytes, int]:
     return header, buf[m.end() :], m.end()
 
 
-def _chunks(rest: bytes, offset: int, blocks: Iterator[bytes]) -> Generator[tuple[bytes, int, bool], bool | None, None]:
+class _Unread:
+    """The part of ``traceEvents`` read but not yet decoded, ``buf[lo:hi]`` (file offset ``offset`` at
+    ``lo``), in one buffer that lives as long as the file is read: each block is read into it and
+    each chunk is a view of it. A buffer of its own per block or chunk would be fresh memory every
+    MB, and faulting in those pages cost more than copying them."""
+
+    def __init__(self, rest: bytes, offset: int, fh: ByteStream) -> None:
+        self.buf = bytearray(2 * BLOCK_BYTES + len(rest))
+        self.lo, self.hi, self.offset, self.fh, self.eof = 1, 1 + len(rest), offset, fh, False  # buf[0]: room for "["
+        self.buf[self.lo : self.hi] = rest
+
+    def __len__(self) -> int:
+        return self.hi - self.lo
+
+    def read(self, want: int) -> None:
+        """Read blocks until ``want`` bytes are unread or the file ends; a block of nothing but
+        whitespace counts as one space (outside a string: inside one it is past the limit anyway)."""
+        buf = self.buf
+        while not self.eof and self.hi - self.lo < want:
+            if self.hi + BLOCK_BYTES > len(buf):
+                buf = self._make_room()
+            got = self.fh.readinto(memoryview(buf)[self.hi : self.hi + BLOCK_BYTES])
+            if not got:
+                self.eof = True
+                return
+            end = self.hi + got
+            if buf[self.hi] in _WS and buf[end - 1] in _WS and not buf[self.hi : end].strip(_WS):
+                end = self.hi + 1
+                buf[self.hi] = 0x20
+            self.hi = end
+
+    def _make_room(self) -> bytearray:
+        """Move the unread bytes to the front, and grow the buffer if they and a block do not fit."""
+        n = self.hi - self.lo
+        self.buf[1 : 1 + n] = self.buf[self.lo : self.hi]
+        self.lo, self.hi = 1, 1 + n
+        if self.hi + BLOCK_BYTES > len(self.buf):
+            self.buf.extend(bytes(self.hi + BLOCK_BYTES))  # an event longer than a block: at most MAX_PIECE_BYTES
+        return self.buf
+
+    def consume(self, to: int) -> None:
+        """The bytes before ``buf[to]`` are done."""
+        self.offset += to - self.lo
+        self.lo = to
+
+    def rest(self) -> bytes:
+        """``[`` and what is left, to the end of the file."""
+        return b"[" + bytes(self.buf[self.lo : self.hi])
+
+
+def _chunks(
+    rest: bytes, offset: int, fh: ByteStream
+) -> Generator[tuple[bytes | bytearray | memoryview, int, bool], bool | None, None]:
     """(``[`` + whole events + ``]``, file offset of its first event, whether it is the last chunk).
 
+    A chunk is a view of the buffer, valid until the next ``send``: the ``[`` is written over the
+    byte before the first event and the ``]`` over the one after the last (both in a separator).
     When ``decode`` reports "truncated" (the cut fell inside a string or a nested list), the caller
     sends True into the generator: the next chunk is cut at an earlier boundary, and after a few
     such tries, at one in a longer piece of the file.
     """
-    buf, eof = rest, False
+    unread = _Unread(rest, offset, fh)
     while True:
-        while not eof and len(buf) < BLOCK_BYTES:
-            block = next(blocks, None)
-            eof = block is None
-            buf += block or b""
-        if eof:
-            yield _last_chunk(buf, offset), offset, True
+        unread.read(BLOCK_BYTES)
+        if unread.eof:
+            yield _last_chunk(unread.rest(), unread.offset), unread.offset, True
             return
-        k, tries = len(buf), 0
-        while tries < _CUT_TRIES and (k := buf.rfind(b"}", 0, k)) >= 0:
-            cut = _BOUNDARY.match(buf, k)
+        buf, lo, hi = unread.buf, unread.lo, unread.hi
+        k, tries = hi, 0
+        while tries < _CUT_TRIES and (k := buf.rfind(b"}", lo, k)) >= 0:
+            cut = _BOUNDARY.match(buf, k, hi)
             if cut is None:
                 continue
             tries += 1
-            if not (yield b"[" + buf[: k + 1] + b"]", offset, False):
-                offset += cut.start(1)
-                buf = buf[cut.start(1) :]
+            separator = buf[k + 1]
+            buf[lo - 1], buf[k + 1] = 0x5B, 0x5D  # "[" and "]"
+            view = memoryview(buf)[lo - 1 : k + 2]
+            try:
+                extend = yield view, unread.offset, False
+            finally:
+                view.release()
+                buf[k + 1] = separator
+            if not extend:
+                unread.consume(cut.start(1))
                 break
         else:
-            if len(buf) > MAX_PIECE_BYTES:
+            if len(unread) > MAX_PIECE_BYTES:
                 raise Unreadable(
-                    f"an event (or what follows the events) at byte {offset} is larger than "
+                    f"an event (or what follows the events) at byte {unread.offset} is larger than "
                     f"{_mib(MAX_PIECE_BYTES)} (a huge string?), past the limit in docs/limits.md"
                 )
-            grown = len(buf) + BLOCK_BYTES  # read a block's worth of data before looking again: a
-            while not eof and len(buf) < grown:  # block of padding adds one byte, and a look costs a scan
-                block = next(blocks, None)
-                eof = block is None
-                buf += block or b""
+            # read a block's worth of data before looking again: a block of padding adds one byte,
+            # and a look costs a scan
+            unread.read(len(unread) + BLOCK_BYTES)
 
 
-def _last_chunk(buf: bytes, offset: int) -> bytes:
-    """The events left at the end of the file, as an array: msgspec decodes ``[`` + the rest of the
-    file and says where the array ends ("trailing characters"); what follows is not read."""
-    chunk = b"[" + buf
+def _last_chunk(chunk: bytes | bytearray, offset: int) -> bytes | bytearray:
+    """The events left at the end of the file, as an array (``chunk`` is ``[`` + the rest of the
+    file): msgspec decodes it and says where the array ends ("trailing characters"); what follows
+    is not read."""
     try:
         _generic.decode(chunk)
         raise Unreadable("not valid JSON (the file ends right after traceEvents, without the closing })")
@@ -196,13 +255,13 @@ def _last_chunk(buf: bytes, offset: int) -> bytes:
         if "trailing characters" in msg and m:
             return chunk[: int(m.group(1)) - 1]  # msgspec points one past the first trailing byte
         if "utf-8" in msg.lower():
-            return _last_chunk(buf.decode("utf-8", errors="replace").encode(), offset)
+            return _last_chunk(bytes(chunk).decode("utf-8", errors="replace").encode(), offset)
         if "truncated" not in msg.lower():
             raise Unreadable(_decode_error(e, offset - 1)) from None
     raise Unreadable("not valid JSON (the file ends inside traceEvents: cut off while being written or copied?)")
 
 
-def _decode(chunk: bytes, typed: msgspec.json.Decoder | None) -> tuple[bool, list[Any]]:
+def _decode(chunk: bytes | bytearray | memoryview, typed: msgspec.json.Decoder | None) -> tuple[bool, list[Any]]:
     """(True, records) or (False, the JSON values: dicts where they are events); raises msgspec's
     errors as they come."""
     if typed is not None:
@@ -217,17 +276,16 @@ def read_events(
     fh: ByteStream,
     on_header: Callable[[dict], None],
     on_event: Callable[[dict], None],
-    record_type: type | None = None,
+    record_type: Any = None,
     on_records: Callable[[list], None] | None = None,
 ) -> None:
     """Read the binary stream ``fh`` (see module doc). Raises Unreadable or NotFast."""
     typed = None
     if record_type is not None and on_records is not None:
         typed = msgspec.json.Decoder(GenericAlias(list, (record_type,)))  # list[record_type]
-    blocks = _blocks(fh)
-    header, rest, offset = _header(blocks)
+    header, rest, offset = _header(_blocks(fh))
     on_header(header)
-    chunks = _chunks(rest, offset, blocks)
+    chunks = _chunks(rest, offset, fh)
     extend: bool | None = None
     while True:
         try:
@@ -242,7 +300,7 @@ def read_events(
                 if "utf-8" not in str(e).lower():
                     raise
                 # Names are C++ symbols and Python frames: a stray invalid byte must not cost the file.
-                typed_ok, values = _decode(chunk.decode("utf-8", errors="replace").encode(), typed)
+                typed_ok, values = _decode(bytes(chunk).decode("utf-8", errors="replace").encode(), typed)
         except RecursionError:
             raise Unreadable(_too_deep()) from None
         except (msgspec.DecodeError, msgspec.ValidationError) as e:

@@ -13,6 +13,7 @@ import re
 from array import array
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, Union
 
 import msgspec
 import numpy as np
@@ -35,10 +36,11 @@ _NOT_A_STRING = "\0(a category that is not a string)"  # what a dict event's odd
 
 
 class Args(msgspec.Struct, frozen=True, gc=False):
-    """The ``args`` fields the collector reads (the fast reader decodes only these). -1 and NaN: absent."""
+    """The ``args`` fields the collector reads (the fast reader decodes only these). -1 and NaN: absent.
+    In the order Kineto writes them (msgspec finds a field faster where it expects it next)."""
 
-    correlation: int = -1
     stream: int = -1
+    correlation: int = -1
     bytes: float = _NAN  # memcpy/memset
     bandwidth: float = msgspec.field(default=_NAN, name="memory bandwidth (GB/s)")
 
@@ -46,19 +48,31 @@ class Args(msgspec.Struct, frozen=True, gc=False):
 _NO_ARGS = Args()
 
 
-class Event(msgspec.Struct, gc=False):
-    """The event fields the collector reads, in the types it reads them (NaN: no number). The fast
-    reader decodes them so; a chunk with a value of another type arrives as dicts (see
-    :func:`event_from_dict`)."""
+class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete event (``"ph": "X"``), with the fields the collector reads, in the types it reads
+    them (NaN: no number). The fast reader decodes them so (as :data:`Record`); a chunk with a value
+    of another type arrives as dicts (see :func:`event_from_dict`)."""
 
-    ph: str = ""
-    cat: str | None = None
+    cat: str | None = None  # the fields in the order Kineto writes them, as in Args
     name: str = ""
-    ts: float = _NAN
-    dur: float = _NAN
     pid: int | str | None = None
     tid: int | str | None = None
+    ts: float = _NAN
+    dur: float = _NAN
     args: Args = _NO_ARGS
+
+
+class Skipped(msgspec.Struct, gc=False, tag_field="ph"):
+    """An event of another phase (flows, instants, metadata...): nothing of it is read, so msgspec
+    builds none of its fields (a third of a Kineto trace's events are flow arrows)."""
+
+
+_PHASES = "BEIiCbneSTpFstfPNODMVvRc()"  # the Chrome trace format's phases other than X
+_SKIPPED_TYPES = tuple(type(f"Skipped_{ph}", (Skipped,), {}, tag=ph) for ph in _PHASES)
+Record: Any = Union.__getitem__((Event, *_SKIPPED_TYPES))  # Union[Event, Skipped_B, ...], built at run time
+"""What the fast reader decodes each event as (``ph`` picks the type); an event with another
+``ph``, or none, sends its chunk to the dict path, which skips it."""
+_SKIPPED = Skipped()
 
 
 def _int(value: object, default: int = -1) -> int:
@@ -87,11 +101,13 @@ def _int_or_none(value: object) -> int:
     return -1 if value is None else value if type(value) is int else _int(value)
 
 
-def event_from_dict(e: dict) -> Event:
-    """A dict event as an :class:`Event` with the values the collector reads: a time that is not a
+def event_from_dict(e: dict) -> Event | Skipped:
+    """A dict event as an :class:`Event` (or :class:`Skipped` when its ``ph`` is not X) with the values the collector reads: a time that is not a
     number becomes NaN (the event is dropped), a name that is not a string its text, a
     correlation or stream in a string that number, a category that is not a string one that
     matches no known category."""
+    if e.get("ph") != "X":
+        return _SKIPPED
     ts, dur = _float_or_nan(e.get("ts")), _float_or_nan(e.get("dur"))
     cat = e.get("cat")
     if cat is not None and type(cat) is not str:
@@ -104,9 +120,9 @@ def event_from_dict(e: dict) -> Event:
         corr = _int_or_none(a.get("correlation"))
         stream = _int_or_none(a.get("stream")) if corr >= 0 else -1
         bw = a.get("memory bandwidth (GB/s)")
-        args = Args(corr, stream, _float_or_nan(a.get("bytes")), _float_or_nan(bw))
+        args = Args(stream, corr, _float_or_nan(a.get("bytes")), _float_or_nan(bw))
     pid, tid = _hashable(e.get("pid")), _hashable(e.get("tid"))
-    return Event("X" if e.get("ph") == "X" else "", cat, name, ts, dur, pid, tid, args)  # type: ignore[arg-type]
+    return Event(cat, name, pid, tid, ts, dur, args)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -189,22 +205,27 @@ class Collector:
         """One event as a dict (the streaming reader's and odd events' path)."""
         self.on_records([event_from_dict(e)])
 
-    def on_records(self, records: list[Event]) -> None:
-        """Called with every chunk of a big file: written for speed (one loop, the arrays' appends
-        bound once, one attribute read per field, no type checks: :class:`Event` has the types)."""
+    def on_records(self, records: list[Event | Skipped]) -> None:
+        """Called with every chunk of a big file: written for speed (one loop, one attribute read
+        per field, no type checks: :class:`Event` has the types). The loop appends to lists (a list
+        append is a few bytecodes; an ``array`` append parses its argument); they go into the
+        arrays, and past ``SPILL_AT`` to the spill files, once per chunk, in :meth:`_flush`."""
         d, ids, threads = self.data, self._ids, self._threads
         d.events += len(records)
         ids_get, threads_get = ids.get, threads.get
-        gpu_name, gpu_ts, gpu_dur, gpu_corr = d.gpu_name, d.gpu_ts, d.gpu_dur, d.gpu_corr
-        gpu_stream, gpu_cat = d.gpu_stream, d.gpu_cat
-        cpu_corr, cpu_corr_ts, cpu_corr_dur, cpu_corr_name = d.cpu_corr, d.cpu_corr_ts, d.cpu_corr_dur, d.cpu_corr_name
-        cpu_corr_thread = d.cpu_corr_thread
+        gpu: tuple[list, ...] = ([], [], [], [], [], [])  # the gpu_* columns, in _GPU_COLUMNS' order
+        gpu_name, gpu_ts, gpu_dur, gpu_corr, gpu_stream, gpu_cat = gpu
+        mem: tuple[list, ...] = ([], [], [])  # index into this chunk's gpu lists, bytes, bandwidth
+        mem_index, mem_bytes, mem_bw = mem
+        cpu: tuple[list, ...] = ([], [], [], [], [])  # the cpu_corr_* columns, in Collected._cpu_tail's order
+        cpu_corr, cpu_corr_ts, cpu_corr_dur, cpu_corr_name, cpu_corr_thread = cpu
         tables = {"cpu_op": d.ops, "python_function": d.py, "user_annotation": d.annotations}
-        tails: dict[tuple[str, int], tuple[array, array, array]] = {}  # (cat, thread) -> its table's columns
+        ops: dict[tuple, tuple[list, list, list]] = {}  # (cat, pid, tid) -> its table's lists for the thread
+        by_thread: dict[tuple[str, int], tuple[list, list, list]] = {}  # (cat, thread) -> those lists
         for e in records:
-            if e.ph != "X":
+            if e.__class__ is not Event:
                 continue
-            cat, ts, dur = e.cat, e.ts, e.dur
+            cat, ts, dur = e.cat, e.ts, e.dur  # an Event: checked above
             if cat is None or cat == "Trace" or ts != ts or dur != dur:  # no category, or a time NaN: none
                 continue
             name, args = e.name, e.args
@@ -224,9 +245,9 @@ class Collector:
                     kind = _GPU_CATS.get(cat, GPU_OTHER)
                     gpu_cat.append(kind)
                     if kind in (GPU_MEMCPY, GPU_MEMSET):
-                        d.mem_index.append(len(gpu_ts) - 1)
-                        d.mem_bytes.append(args.bytes)
-                        d.mem_bw.append(args.bandwidth)
+                        mem_index.append(len(gpu_ts) - 1)
+                        mem_bytes.append(args.bytes)
+                        mem_bw.append(args.bandwidth)
                     continue
                 if name in _GPU_SYNC_NAMES:
                     continue
@@ -239,26 +260,67 @@ class Collector:
                 cpu_corr_ts.append(ts)
                 cpu_corr_dur.append(dur)
                 cpu_corr_thread.append(thread)
-                if len(cpu_corr) >= SPILL_AT:
-                    d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
-                    d.cpu_corr_spilled.write(d._cpu_tail())
             if "ProfilerStep" in name:
                 self._profiler_step(name, cat == "user_annotation", ts, dur)
-            table = tables.get(cat)
-            if table is not None:
-                if thread < 0:
-                    key = (e.pid, e.tid)
-                    known = threads_get(key)
-                    thread = self._thread(key) if known is None else known
-                arrays = tails.get((cat, thread))
-                if arrays is None:
-                    arrays = tails[cat, thread] = table.tail(d.threads[thread])
+            if cat in tables:
+                lists = ops.get((cat, e.pid, e.tid))
+                if lists is None:
+                    lists = self._table_lists(cat, e, thread, by_thread)
+                    ops[cat, e.pid, e.tid] = lists
+                lists[0].append(ts)
+                lists[1].append(dur)
                 i = ids_get(name)
-                arrays[2].append(self._id(name, False) if i is None else i)
-                arrays[0].append(ts)
-                arrays[1].append(dur)
-                if len(arrays[0]) >= SPILL_AT:
-                    table.spill(d.threads[thread])
+                lists[2].append(self._id(name, False) if i is None else i)
+        self._flush(gpu, mem, cpu, tables, by_thread)
+
+    def _table_lists(
+        self, cat: str, e: Event, thread: int, by_thread: dict[tuple[str, int], tuple[list, list, list]]
+    ) -> tuple[list, list, list]:
+        """This chunk's (ts, dur, name id) lists for ``cat`` on ``e``'s thread (registered here
+        when first seen; threads past MAX_THREADS share one entry, and so share the lists)."""
+        if thread < 0:
+            key = (e.pid, e.tid)
+            known = self._threads.get(key)
+            thread = self._thread(key) if known is None else known
+        lists = by_thread.get((cat, thread))
+        if lists is None:
+            lists = by_thread[cat, thread] = ([], [], [])
+        return lists
+
+    def _flush(
+        self,
+        gpu: tuple[list, ...],
+        mem: tuple[list, ...],
+        cpu: tuple[list, ...],
+        tables: dict[str, ThreadColumns],
+        by_thread: dict[tuple[str, int], tuple[list, list, list]],
+    ) -> None:
+        """A chunk's lists into the arrays, in event order; columns past SPILL_AT to their spill files."""
+        d = self.data
+        if gpu[0]:
+            base = len(d.gpu_ts)
+            for column, values in zip(
+                (d.gpu_name, d.gpu_ts, d.gpu_dur, d.gpu_corr, d.gpu_stream, d.gpu_cat), gpu, strict=True
+            ):
+                column.fromlist(values)
+            if mem[0]:
+                d.mem_index.fromlist([base + i for i in mem[0]])
+                d.mem_bytes.fromlist(mem[1])
+                d.mem_bw.fromlist(mem[2])
+        if cpu[0]:
+            tail = d._cpu_tail()
+            for column, values in zip(tail, cpu, strict=True):
+                column.fromlist(values)
+            if len(tail[0]) >= SPILL_AT:
+                d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
+                d.cpu_corr_spilled.write(tail)
+        for (cat, thread), lists in by_thread.items():
+            table, key = tables[cat], d.threads[thread]
+            arrays = table.tail(key)
+            for column, values in zip(arrays, lists, strict=True):
+                column.fromlist(values)
+            if len(arrays[0]) >= SPILL_AT:
+                table.spill(key)
 
     def _thread(self, key: tuple[Hashable, Hashable]) -> int:
         """The index of a new thread, or of the one entry threads past MAX_THREADS share."""

@@ -28,10 +28,14 @@ def direct_parents(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     By pointer jumping, all events at once: each points at a candidate (first the event before it);
     while the candidate has ended by then, so had every event between the candidate's own
     candidate and it, and the pointer moves there. The pointers halve their distance to the answer
-    each round, so a few dozen numpy passes replace a Python loop over every event."""
+    each round, so a few dozen numpy passes replace a Python loop over every event. An event that
+    starts after every earlier one ended (a top-level one) has none, found in one pass first: those
+    are the long chains of siblings that would take the most rounds."""
     index = np.int32 if len(starts) < 2**31 else np.int64  # half the memory for a thread's operators
     parent = np.arange(-1, len(starts) - 1, dtype=index)
-    active = np.arange(1, len(starts), dtype=index)
+    running = np.maximum.accumulate(ends)[:-1] > starts[1:]  # some earlier event still running at its start
+    parent[1:][~running] = -1
+    active = (np.flatnonzero(running) + 1).astype(index)
     while len(active):
         candidate = parent[active]
         ended = ends[candidate] <= starts[active]

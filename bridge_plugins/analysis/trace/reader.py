@@ -9,6 +9,7 @@ header, and the limits on hostile files: docs/limits.md.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import zlib
@@ -17,8 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, cast
-
-import ijson
 
 from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
@@ -31,12 +30,20 @@ try:
 except ImportError:  # pragma: no cover - msgspec is a dependency; the streaming reader still works
     chunked = None  # type: ignore[assignment]
 
-_ijson: ModuleType
-try:  # the C backend is ~10x faster; fall back to whatever ijson picked
-    _ijson = ijson.get_backend("yajl2_c")
-except (ImportError, ValueError):
-    _ijson = ijson
-_python_backend: ModuleType = ijson.get_backend("python")
+
+@functools.cache
+def backends() -> tuple[ModuleType, ModuleType]:
+    """ijson's backends: the one the streaming reader uses first, and the pure-Python one. Imported
+    on first use: the fast reader reads nearly every file, and ijson costs ~10 ms to import."""
+    import ijson
+
+    try:  # the C backend is ~10x faster; fall back to whatever ijson picked
+        first = ijson.get_backend("yajl2_c")
+    except (ImportError, ValueError):
+        first = ijson
+    return first, ijson.get_backend("python")
+
+
 MAX_DEPTH = 1000  # nesting the streaming reader accepts (docs/limits.md)
 _GZIP_ERRORS: tuple[type[BaseException], ...] = (zlib.error,)
 try:
@@ -113,6 +120,8 @@ def _stream(
     """One pass of ijson's ``basic_parse``: the top-level keys before ``traceEvents`` go to
     ``on_header``, then each object in it to ``on_event``. Not ``parse``/``items``: their prefixes
     grow with the nesting, so 200,000 levels take GBs before any check could run."""
+    import ijson
+
     depth, key, in_events = 0, None, False
     header: dict = {}
     builder, whole_at = None, 0  # a header value or an event being built, whole when depth is whole_at
@@ -153,6 +162,8 @@ def _stream(
 
 
 def _describe(e: BaseException) -> str:
+    import ijson
+
     if isinstance(e, (EOFError, *_GZIP_ERRORS)) or "end of stream" in str(e).lower():
         return "truncated gzip stream (the file was cut off while being written or copied)"
     if isinstance(e, gzip.BadGzipFile):
@@ -174,13 +185,16 @@ def _retry_with(e: BaseException, replace_bad_utf8: bool, backend: ModuleType) -
     msg = str(e).lower()
     if (isinstance(e, UnicodeDecodeError) or "utf" in msg) and not replace_bad_utf8:
         return True, backend
-    if "overflow" in msg and backend is not _python_backend:
-        return replace_bad_utf8, _python_backend
+    python_backend = backends()[1]
+    if "overflow" in msg and backend is not python_backend:
+        return replace_bad_utf8, python_backend
     return None
 
 
 def _read_streaming(path: Path, on_header: Callable[[dict], None], on_event: Callable[[dict], None]) -> None:
-    replace_bad_utf8, backend = False, _ijson
+    import ijson
+
+    replace_bad_utf8, backend = False, backends()[0]
     while True:
         try:
             with _open(path, replace_bad_utf8) as fh:
@@ -197,7 +211,7 @@ def read_trace(
     path: Path,
     on_header: Callable[[dict], None],
     on_event: Callable[[dict], None],
-    record_type: type | None = None,
+    record_type: object = None,
     on_records: Callable[[list], None] | None = None,
 ) -> None:
     """Call ``on_header(header)``, then, for every element of traceEvents that is an object, either
