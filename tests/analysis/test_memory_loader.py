@@ -166,6 +166,13 @@ def test_the_refusal_names_the_global_and_says_why_in_full(tmp_path):
     )
 
 
+def test_a_persistent_id_is_refused_in_full(tmp_path):
+    """A pickle that asks its loader for an outside object (PERSID/BINPERSID), as torch.save does."""
+    path = tmp_path / "snap.pickle"
+    content = pickle.PROTO + b"\x02" + pickle.NONE + pickle.BINPERSID + pickle.STOP
+    assert _refusal(path, content) == f"{path}: refusing to load: the pickle uses persistent ids (not a snapshot)"
+
+
 def test_the_oldest_format_a_bare_list_of_segments_becomes_the_dict(tmp_path):
     """As torch's _memory_viz reads it: the list is the segments, and there are no traces."""
     path = tmp_path / "old.pickle"

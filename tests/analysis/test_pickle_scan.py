@@ -12,7 +12,13 @@ import pytest
 
 from bridge_plugins.analysis.memory import loader
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
-from bridge_plugins.analysis.memory.pickle_scan import MAX_STACK_RUN, Containers, count_containers, crafted_at
+from bridge_plugins.analysis.memory.pickle_scan import (
+    MAX_STACK_RUN,
+    Containers,
+    Crafted,
+    count_containers,
+    crafted_at,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -80,6 +86,31 @@ def test_a_list_filled_one_item_at_a_time_is_found(tmp_path, fill, at):
     head = pickle.PROTO + b"\x02" + pickle.EMPTY_LIST + pickle.BINPUT + b"\x01"
     end_of_fill = len(fill) - (len(pickle.POP) if fill.endswith(pickle.POP) else 0)
     assert _scan(tmp_path / "p", head + fill * 3 + pickle.STOP) == len(head) + (at - 1) * len(fill) + end_of_fill
+
+
+def test_each_finding_says_what_and_by_which_byte(tmp_path):
+    """The whole finding, the words the refusal shows included, for each of the three kinds."""
+    path = tmp_path / "p"
+
+    def found(content: bytes, limit: int = MAX_STACK_RUN) -> Crafted | None:
+        path.write_bytes(content)
+        with open(path, "rb") as fh:
+            return crafted_at(fh, limit)
+
+    run = pickle.PROTO + b"\x04" + pickle.EMPTY_LIST + pickle.MARK
+    piled = run + pickle.EMPTY_DICT * 1001 + pickle.APPENDS + pickle.STOP
+    assert found(piled, limit=1000) == Crafted(
+        1005, "more than 1,000 items pile up on the unpickler's stack by byte 1,005"
+    )
+    head = pickle.PROTO + b"\x02" + pickle.EMPTY_LIST + pickle.BINPUT + b"\x01"
+    from_memo = head + (pickle.BINGET + b"\x01" + pickle.EMPTY_DICT + pickle.APPEND + pickle.POP) * 3 + pickle.STOP
+    assert found(from_memo) == Crafted(9, "a container from the memo is filled by byte 9")
+    refilled = (
+        pickle.EMPTY_LIST + pickle.MARK + pickle.NONE * 999 + pickle.APPENDS + pickle.NONE + pickle.APPEND + pickle.STOP
+    )
+    assert found(refilled) == Crafted(
+        1004, "a container is filled again by byte 1,004 after a batch of fewer than 1,000 items"
+    )
 
 
 def test_a_full_batch_may_be_followed_by_another(tmp_path):
