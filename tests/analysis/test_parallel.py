@@ -149,9 +149,10 @@ def test_flags(inputs):
     assert r.stdout.strip() == "False", r.stderr
 
 
-def _summary_interrupted(tmp_path: Path, prelude: str = "") -> subprocess.Popen:
+def _summary_interrupted(tmp_path: Path, prelude: str = "") -> tuple[subprocess.Popen, list[int]]:
     """``summary --jobs 2`` over 4 big traces, Ctrl-C'd (SIGINT to its process group, as a terminal
-    sends it) once both workers run; ``prelude`` is Python run before the CLI."""
+    sends it) once both workers run; ``prelude`` is Python run before the CLI. The process and
+    its workers' pids."""
     from benchmarks.analysis_scale import build
 
     big = build(tmp_path / "r0.json", 30)
@@ -173,16 +174,15 @@ def _summary_interrupted(tmp_path: Path, prelude: str = "") -> subprocess.Popen:
         children = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
     assert proc.poll() is None, "summary ended before it could be interrupted"
     os.killpg(proc.pid, signal.SIGINT)
-    proc.children = children  # type: ignore[attr-defined]
-    return proc
+    return proc, children
 
 
 def test_ctrl_c_stops_the_workers_too(tmp_path):
     """Ctrl-C mid-run: exit 130, no worker process left, nothing on stderr."""
-    proc = _summary_interrupted(tmp_path)
+    proc, children = _summary_interrupted(tmp_path)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (130, "")
-    for pid in proc.children:  # type: ignore[attr-defined]
+    for pid in children:
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2], pid
 
 
@@ -206,6 +206,6 @@ def test_ctrl_c_leaves_no_error_at_exit(tmp_path):
         "    join_internals(self)\n"
         "process._ExecutorManagerThread.join_executor_internals = slow_join\n"
     )
-    proc = _summary_interrupted(tmp_path, prelude)
+    proc, _ = _summary_interrupted(tmp_path, prelude)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (130, "")
