@@ -240,3 +240,66 @@ def test_the_snapshots_torch_wrote_stay_far_below_their_budget(name):
     """Counted, under 4x the file's size (2.8x, 2.8x, 3.3x) where the budget allows 16x."""
     with open(FIXTURES / name, "rb") as fh:
         assert count_containers(fh).least_bytes < 4 * (FIXTURES / name).stat().st_size
+
+
+def test_a_file_that_ends_without_stop_is_left_to_the_unpickler(tmp_path):
+    """The scan stops at the file's last byte: nothing is read past it."""
+    assert _scan(tmp_path / "p", pickle.PROTO + b"\x04" + pickle.NONE * 3) is None
+
+
+def test_a_run_of_memo_fetches_is_refused_like_any_other(tmp_path):
+    """GET is read on the slow path: six fetches of one list above the bottom pile up past a limit of 5."""
+    head = pickle.PROTO + b"\x02" + pickle.EMPTY_LIST + pickle.BINPUT + b"\x01"
+    content = head + (pickle.BINGET + b"\x01") * 6 + pickle.STOP
+    assert _found(tmp_path / "p", content, 5) == Crafted(
+        len(head) + 5 * 2, f"more than 5 items pile up on the unpickler's stack by byte {len(head) + 10}"
+    )
+
+
+# A list made inside two MARK levels (a tuple being built inside a batch), so that its slot's level (2)
+# and its place in its level's run (1 or 2) differ, and a level opened above it (3).
+_TWO_LEVELS = pickle.PROTO + b"\x04" + pickle.EMPTY_LIST + pickle.MARK + pickle.NONE + pickle.MARK + pickle.NONE
+
+
+@pytest.mark.parametrize(
+    "made, name",
+    [
+        (pickle.EMPTY_LIST + pickle.NONE + pickle.APPEND, "a small batch"),
+        (pickle.EMPTY_LIST + pickle.BINPUT + b"\x01" + pickle.POP + pickle.BINGET + b"\x01", "the memo"),
+    ],
+)
+def test_a_slot_below_an_open_mark_is_remembered(tmp_path, made, name):
+    """A list filled by a small batch (or fetched from the memo) is filled again through a batch
+    opened above it: found when that batch closes, however the slot's level and place compare."""
+    content = _TWO_LEVELS + made + pickle.MARK + pickle.NONE + pickle.APPENDS
+    found = _found(tmp_path / "p", content + pickle.STOP)
+    assert found is not None and found.offset == len(content), name
+    assert ("from the memo" in found.what) == (name == "the memo")
+
+
+@pytest.mark.parametrize(
+    "made",
+    [
+        pickle.EMPTY_LIST + pickle.NONE + pickle.APPEND,  # filled by a small batch
+        pickle.EMPTY_LIST + pickle.BINPUT + b"\x01" + pickle.POP + pickle.BINGET + b"\x01",  # from the memo
+    ],
+)
+@pytest.mark.parametrize("level", [0, 2])
+def test_a_slot_popped_and_replaced_is_forgotten(tmp_path, made, level):
+    """POP, then a new list in the same place filled once, as pickle.dump writes it: not the old one."""
+    head = pickle.PROTO + b"\x04" + pickle.EMPTY_LIST if level == 0 else _TWO_LEVELS
+    content = head + made + pickle.POP + pickle.EMPTY_LIST + pickle.NONE + pickle.APPEND + pickle.STOP
+    assert _found(tmp_path / "p", content) is None
+
+
+def test_closing_a_level_forgets_its_slots(tmp_path):
+    """Two tuples in a row, each holding a list filled once, built two levels up: the second list
+    sits where the first did (level 3, place 2), and is not taken for it."""
+    pair = pickle.MARK + pickle.NONE + pickle.EMPTY_LIST + pickle.NONE + pickle.APPEND + pickle.TUPLE
+    assert _found(tmp_path / "p", _TWO_LEVELS + pair + pair + pickle.STOP) is None
+
+
+def _found(path: Path, content: bytes, limit: int = MAX_STACK_RUN) -> Crafted | None:
+    path.write_bytes(content)
+    with open(path, "rb") as fh:
+        return crafted_at(fh, limit)

@@ -156,11 +156,12 @@ def _scan(data: mmap.mmap, limit: int) -> Crafted | None:
             above = run
             run = outer.pop()
         depth = len(outer)
-        # Forget slots whose item is gone: a MARK level closed or reopened, or popped and replaced
-        keep = depth - (mark > 0), run - ops.low[op]
-        if small is not None and (small[0] > keep[0] or (small[0] == depth and small[1] > keep[1])):
+        # Forget slots whose item is gone: its MARK level closed, or it was popped (slots never sit above
+        # the current level: one is made only there, and closing a level forgets those in it)
+        kept = run - ops.low[op]
+        if small is not None and (small[0] > depth or (small[0] == depth and small[1] > kept)):
             small = None
-        if got is not None and (got[0] > keep[0] or (got[0] == depth and got[1] > keep[1])):
+        if got is not None and (got[0] > depth or (got[0] == depth and got[1] > kept)):
             got = None
         run += push_of[op]
         if run > limit:
