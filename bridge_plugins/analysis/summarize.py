@@ -18,6 +18,7 @@ from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.schema import Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.collect import Collector, Record
+from bridge_plugins.analysis.trace.gpu_events import joined
 from bridge_plugins.analysis.trace.per_step import per_step
 from bridge_plugins.analysis.trace.reader import TraceError, read_trace
 from bridge_plugins.analysis.trace.steps import step_stats
@@ -46,6 +47,9 @@ def summarize_trace(path: Path) -> TraceAsRead:
     rank, source, world = _rank(d.header, path)
     types = gpu_breakdown.kernel_types(d)
     keep = gpu_breakdown.kept_gpu_events(d)
+    kernels = ops.gpu_kernels(d, keep, types)  # from the collector's columns, in their order: the same sums
+    g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
+    del keep
     return {
         "file": str(path),
         "rank": rank,
@@ -53,11 +57,11 @@ def summarize_trace(path: Path) -> TraceAsRead:
         "world_size": world,
         "events": d.events,
         "steps": step_stats(d.steps),
-        "per_step": per_step(d, keep),
-        "gpu": gpu_breakdown.breakdown(d, keep, types),
+        "per_step": per_step(d, g, calls),
+        "gpu": gpu_breakdown.breakdown(g, d.gpu_count),
         "top_cpu_ops": ops.cpu_ops(d),
-        "top_gpu_kernels": ops.gpu_kernels(d, keep, types),
-        "analyses": analyze(d, keep, types),
+        "top_gpu_kernels": kernels,
+        "analyses": analyze(d, g, calls),
     }
 
 

@@ -22,7 +22,7 @@ from bridge_plugins.analysis.analyzers.step_detail import StepDetail, step_detai
 from bridge_plugins.analysis.analyzers.syncs import SyncPoints, sync_points
 from bridge_plugins.analysis.analyzers.timeline import StepTimeline, step_timelines
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_events import cpu_calls, gpu_events
+from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 NO_GPU = "no GPU events in this trace (CPU-only run)"
 NONE_KEPT = (
@@ -62,22 +62,21 @@ def step_intervals(d: Collected) -> dict[int, tuple[float, float]]:
     return {n: (d.step_ts[n], d.steps[n]) for n in sorted(d.steps) if n in d.step_ts}
 
 
-def analyze(d: Collected, keep: np.ndarray, types: list[str]) -> TraceAnalyses:
-    """All analyses of one trace (every kernel and owner: see ``TraceAnalyses.cut``)."""
+def analyze(d: Collected, g: GpuEvents, calls: CpuCalls) -> TraceAnalyses:
+    """All analyses of one trace (every kernel and owner: see ``TraceAnalyses.cut``), from its kept
+    GPU events and their launch calls (gpu_events.joined)."""
     with np.errstate(all="ignore"):  # a hostile duration (1e300) overflows a square: inf, not a warning
-        return _analyze(d, keep, types)
+        return _analyze(d, g, calls)
 
 
-def _analyze(d: Collected, keep: np.ndarray, types: list[str]) -> TraceAnalyses:
-    calls = cpu_calls(d)
+def _analyze(d: Collected, g: GpuEvents, calls: CpuCalls) -> TraceAnalyses:
     intervals = step_intervals(d)
-    syncs = sync_points(d, calls, intervals)
-    if not keep.any():
+    syncs = sync_points(d, intervals)
+    if len(g.ts) == 0:
         steps = step_details(d, calls, None, intervals, syncs.per_step)
         timelines = step_timelines(d, None, calls, steps)
-        note = NONE_KEPT.format(n=len(d.gpu_ts), calls=len(calls.corr)) if len(d.gpu_ts) else NO_GPU
+        note = NONE_KEPT.format(n=d.gpu_count, calls=calls.count) if d.gpu_count else NO_GPU
         return TraceAnalyses(None, None, None, None, None, None, None, syncs, steps, timelines, note)
-    g = gpu_events(d, keep, types, calls)
     steps = step_details(d, calls, g, intervals, syncs.per_step)
     return TraceAnalyses(
         overlap=overlap(g),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bridge_plugins.analysis.analyzers.threads import columns, innermost, outermost
+from bridge_plugins.analysis.analyzers.threads import columns, containing_top, innermost, top_level
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 from bridge_plugins.analysis.trace.spill import ThreadColumns
@@ -48,27 +48,40 @@ def _owners(names: list[str], ids: np.ndarray, dur: np.ndarray) -> list[Owner]:
 
 
 def _per_thread(
-    table: ThreadColumns,
     d: Collected,
     thread: np.ndarray,
     t: np.ndarray,
+    events: Callable[[tuple], tuple[np.ndarray, np.ndarray, np.ndarray] | None],
     pick: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
-    keep_name: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
+    """For CPU moments (thread index, time): the name id of the event ``pick`` finds among the
+    thread's ``events`` (start, end, name id; None: the thread has none), or -1. One thread at a time."""
     owner = np.full(len(t), -1, dtype=np.int64)
     for ti in np.unique(thread).tolist():
-        arrays = table.get(d.threads[ti])
-        if arrays is None:
+        found = events(d.threads[ti])
+        if found is None:
             continue
-        starts, ends, names = columns(arrays)
-        del arrays  # only its sorted columns from here: one thread's copy at a time
-        if keep_name is not None:
-            m = keep_name(names)
-            starts, ends, names = starts[m], ends[m], names[m]
+        starts, ends, names = found
+        del found
         q = thread == ti
         idx = pick(starts, ends, t[q])
         owner[q] = np.where(idx >= 0, names[np.maximum(idx, 0)] if len(names) else -1, -1)
     return owner
+
+
+def _sorted_named(
+    table: ThreadColumns, keep_name: Callable[[np.ndarray], np.ndarray]
+) -> Callable[[tuple], tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+    """A thread's events of ``table`` (sorted, see threads.columns) whose name ``keep_name`` keeps."""
+
+    def events(key: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        if key not in table:
+            return None
+        starts, ends, names = columns(table[key])
+        m = keep_name(names)
+        return starts[m], ends[m], names[m]
+
+    return events
 
 
 def modules_at(d: Collected, thread: np.ndarray, t: np.ndarray) -> np.ndarray | None:
@@ -77,7 +90,7 @@ def modules_at(d: Collected, thread: np.ndarray, t: np.ndarray) -> np.ndarray | 
     module_ids = np.array([i for i, n in enumerate(d.names) if n.startswith(MODULE_PREFIX)], dtype=np.int64)
     if not d.py or not len(module_ids):
         return None
-    return _per_thread(d.py, d, thread, t, innermost, lambda names: np.isin(names, module_ids))
+    return _per_thread(d, thread, t, _sorted_named(d.py, lambda names: np.isin(names, module_ids)), innermost)
 
 
 def attribution(d: Collected, g: GpuEvents, calls: CpuCalls) -> Attribution:
@@ -86,7 +99,7 @@ def attribution(d: Collected, g: GpuEvents, calls: CpuCalls) -> Attribution:
         return Attribution([], [], 0.0, float(g.dur.sum()), "no GPU event matched a CPU launch call")
     li = g.launch[has]
     thread, t, dur = calls.thread[li], calls.ts[li], g.dur[has]
-    op = _per_thread(d.ops, d, thread, t, outermost)
+    op = _per_thread(d, thread, t, lambda key: top_level(d.ops, key) if key in d.ops else None, containing_top)
     mod = modules_at(d, thread, t)
     modules = _owners(d.names, mod, dur) if mod is not None else []
     attributed = float(dur[op >= 0].sum())

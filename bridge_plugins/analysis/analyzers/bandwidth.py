@@ -51,20 +51,29 @@ def _bw_series(ts: np.ndarray, dur: np.ndarray, bw: np.ndarray) -> np.ndarray:
     return level[level > 1e-12]
 
 
+def _recorded(d: Collected, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bandwidth and bytes Kineto recorded for GPU events (by position among the collector's),
+    NaN for those without (not a memcpy or memset by category)."""
+    bw, nbytes = np.full(len(index), np.nan), np.full(len(index), np.nan)
+    if len(d.mem_index) and len(index):
+        at = np.frombuffer(d.mem_index, np.int64)  # increasing: appended in event order
+        pos = np.minimum(np.searchsorted(at, index), len(at) - 1)
+        found = at[pos] == index
+        bw[found] = np.frombuffer(d.mem_bw, np.float64)[pos[found]]
+        nbytes[found] = np.frombuffer(d.mem_bytes, np.float64)[pos[found]]
+    return bw, nbytes
+
+
 def memory_bandwidth(d: Collected, g: GpuEvents) -> MemoryBandwidth:
     mem = g.of_kind(MEMORY)
     if not mem.any():
         return MemoryBandwidth([], "no memcpy or memset on the GPU")
-    n_gpu = len(d.gpu_ts)
-    bw_of, bytes_of = np.full(n_gpu, np.nan), np.full(n_gpu, np.nan)
-    if len(d.mem_index):
-        idx = np.frombuffer(d.mem_index, np.int64)
-        bw_of[idx], bytes_of[idx] = np.frombuffer(d.mem_bw, np.float64), np.frombuffer(d.mem_bytes, np.float64)
     distinct, of_event = np.unique(g.name[mem], return_inverse=True)  # per name, not per copy
     names = [d.names[i] for i in distinct.tolist()]
     kinds = np.array([copy_kind(n) for n in names], dtype=object)[of_event]
     pageable = np.array(["Pageable" in n for n in names], dtype=bool)[of_event]
-    ts, dur, bw, nbytes = g.ts[mem], g.dur[mem], bw_of[g.index[mem]], bytes_of[g.index[mem]]
+    ts, dur = g.ts[mem], g.dur[mem]
+    bw, nbytes = _recorded(d, g.index[mem])
     out = []
     for k in sorted(set(kinds.tolist())):
         m = kinds == k

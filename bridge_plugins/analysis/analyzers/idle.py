@@ -60,9 +60,10 @@ def idle_breakdown(g: GpuEvents, calls: CpuCalls) -> IdleBreakdown:
         return IdleBreakdown([], "no kernels, memcpys or memsets on any stream")
     launch_ts = np.where(g.launch >= 0, calls.ts[np.maximum(g.launch, 0)] if len(calls.ts) else np.nan, np.nan)
     out = []
-    for s in np.unique(g.stream[real]).tolist():
-        m = real & (g.stream == s)  # g is sorted by start already
-        out.append(_stream(int(s), g.ts[m], g.end[m], launch_ts[m], g.kind[m] == COMPUTATION))
+    end, computation = g.end, g.of_kind(COMPUTATION)
+    for code in np.unique(g.stream[real]).tolist():
+        m = real & (g.stream == code)  # g is sorted by start already
+        out.append(_stream(int(g.streams[code]), g.ts[m], end[m], launch_ts[m], computation[m]))
     note = (
         None if (g.launch[real] >= 0).any() else "no CPU launch calls matched: every gap counts as kernel or other wait"
     )

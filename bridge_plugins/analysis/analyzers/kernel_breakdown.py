@@ -50,7 +50,8 @@ def _label(bits: int) -> str:
 def by_type(g: GpuEvents) -> list[TypeTime]:
     bounds, deltas = [], []
     for i, kind in enumerate(KINDS):
-        s, e = union(g.ts[g.of_kind(kind)], g.end[g.of_kind(kind)])
+        m = g.of_kind(kind)
+        s, e = union(g.ts[m], g.ts[m] + g.dur[m])
         bounds += [s, e]
         deltas += [np.full(len(s), 1 << i, dtype=np.int8), np.full(len(e), -(1 << i), dtype=np.int8)]
     t = np.concatenate(bounds) if bounds else np.zeros(0)
@@ -79,7 +80,7 @@ def kernel_stats(g: GpuEvents, names: list[str]) -> list[KernelStats]:
     np.minimum.at(mins, ids, g.dur)
     np.maximum.at(maxs, ids, g.dur)
     distinct, last = np.unique(ids[::-1], return_index=True)  # each name's last event (all share its kind)
-    kind_of = dict(zip(distinct.tolist(), g.kind[len(ids) - 1 - last].tolist(), strict=True))
+    kind_of = dict(zip(distinct.tolist(), g.kind_names(g.kind[len(ids) - 1 - last]), strict=True))
     rows = []
     for i in np.flatnonzero(calls).tolist():
         c, mean = int(calls[i]), float(total[i] / calls[i])

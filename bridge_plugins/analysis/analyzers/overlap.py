@@ -38,8 +38,7 @@ def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
 
 
 def overlap(g: GpuEvents) -> Overlap:
-    comm = union(g.ts[g.of_kind(COMMUNICATION)], g.end[g.of_kind(COMMUNICATION)])
-    comp = union(g.ts[g.of_kind(COMPUTATION)], g.end[g.of_kind(COMPUTATION)])
+    comm, comp = (union(g.ts[m], g.ts[m] + g.dur[m]) for m in (g.of_kind(COMMUNICATION), g.of_kind(COMPUTATION)))
     total = length(*comm)
     if total == 0:
         return Overlap(0.0, 0.0, 0.0, None, "no communication kernels in this trace: nothing to overlap")

@@ -38,10 +38,10 @@ def queue_length(g: GpuEvents, calls: CpuCalls, names: list[str]) -> QueueLength
     if not m.any():
         return QueueLength([], "no GPU event matched a CPU launch call: no queue to measure")
     out = []
-    for s in np.unique(g.stream[m]).tolist():
-        sm = m & (g.stream == s)
+    for code in np.unique(g.stream[m]).tolist():
+        sm = m & (g.stream == code)
         t = np.concatenate([calls.ts[g.launch[sm]], g.ts[sm]])
         delta = np.concatenate([np.ones(sm.sum()), -np.ones(sm.sum())])
         order = np.lexsort((-delta, t))  # at one instant, the launch before the start
-        out.append(StreamQueue(int(s), describe(np.cumsum(delta[order]))))
+        out.append(StreamQueue(int(g.streams[code]), describe(np.cumsum(delta[order]))))
     return QueueLength(out)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bridge_plugins.analysis.analyzers.threads import columns
+from bridge_plugins.analysis.analyzers.threads import covered
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_events import LAUNCH_CALLS, CpuCalls, GpuEvents, union
+from bridge_plugins.analysis.trace.gpu_events import LAUNCH_CALLS, CpuCalls, GpuEvents
 
 
 @dataclass
@@ -31,8 +31,8 @@ class StepDetail:
 class _Coverage:
     """Time covered by a set of intervals inside any window, in O(log n) per window."""
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray):
-        self.s, self.e = union(starts, ends)
+    def __init__(self, union: tuple[np.ndarray, np.ndarray]):
+        self.s, self.e = union
         self.before = np.concatenate([[0.0], np.cumsum(self.e - self.s)])  # covered time before interval i
 
     def _upto(self, t: float) -> float:
@@ -45,18 +45,27 @@ class _Coverage:
         return self._upto(hi) - self._upto(lo)
 
 
-def _count(sorted_times: np.ndarray, lo: float, hi: float) -> int:
-    return int(np.searchsorted(sorted_times, hi) - np.searchsorted(sorted_times, lo))
+def _launches(d: Collected, steps: dict[int, tuple[float, float]]) -> dict[int, int]:
+    """Per step, the CPU launch calls that start inside it, counted a block of calls at a time."""
+    launch_ids = [i for i, n in enumerate(d.names) if n in LAUNCH_CALLS]
+    counts = dict.fromkeys(steps, 0)
+    if not launch_ids or not steps:
+        return counts
+    bounds = np.array([(start, start + dur) for start, dur in steps.values()], dtype=np.float64)
+    for ts, name in d.cpu_call_blocks((1, 3)):
+        t = np.sort(ts[np.isin(name, launch_ids)])
+        inside = np.searchsorted(t, bounds[:, 1]) - np.searchsorted(t, bounds[:, 0])
+        for n, k in zip(counts, inside.tolist(), strict=True):
+            counts[n] += k
+    return counts
 
 
 def step_details(
     d: Collected, calls: CpuCalls, g: GpuEvents | None, steps: dict[int, tuple[float, float]], syncs: dict[int, int]
 ) -> list[StepDetail]:
     main = max(d.ops, key=d.ops.length, default=None)
-    covered = _Coverage(*columns(d.ops[main])[:2]) if main is not None else None
-    launch_ids = [i for i, n in enumerate(d.names) if n in LAUNCH_CALLS]
-    is_launch = np.isin(calls.name, launch_ids) if launch_ids else np.zeros(len(calls.name), dtype=bool)
-    launch_ts = np.sort(calls.ts[is_launch])
+    coverage = _Coverage(covered(d.ops, main)) if main is not None else None
+    launches = _launches(d, steps)
     has = g.launch >= 0 if g is not None else np.zeros(0, dtype=bool)
     g_launch_ts = calls.ts[g.launch[has]] if g is not None else np.zeros(0)
     order = np.argsort(g_launch_ts, kind="stable")
@@ -71,8 +80,8 @@ def step_details(
                 step=n,
                 start_us=start,
                 duration_us=dur,
-                outside_ops_us=dur - covered.within(start, end) if covered is not None else None,
-                launches=_count(launch_ts, start, end),
+                outside_ops_us=dur - coverage.within(start, end) if coverage is not None else None,
+                launches=launches[n],
                 gpu_us=float(gpu_before[b] - gpu_before[a]),
                 syncs=syncs.get(n, 0),
             )

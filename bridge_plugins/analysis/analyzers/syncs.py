@@ -8,7 +8,6 @@ the wait itself plus the refill.
 
 from __future__ import annotations
 
-from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -16,7 +15,7 @@ import numpy as np
 
 from bridge_plugins.analysis.analyzers.threads import columns, enclosing, outermost
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_events import CpuCalls
+from bridge_plugins.analysis.trace.spill import ThreadColumns
 
 SYNC_CALLS = frozenset(
     {
@@ -52,47 +51,57 @@ class SyncPoints:
     note: str | None = None
 
 
-def _events(d: Collected, calls: CpuCalls) -> tuple[list[tuple[float, float, int, tuple]], dict[str, int]]:
-    """(ts, dur, name id, thread key) of every sync, and counts by name."""
+def _events(d: Collected) -> tuple[list[tuple[float, float, int, tuple]], dict[str, int]]:
+    """(ts, dur, name id, thread key) of every sync, and counts by name (a block of calls or of a
+    thread's operators at a time)."""
     out: list[tuple[float, float, int, tuple]] = []
     by_name: defaultdict[str, int] = defaultdict(int)
     sync_ids = [i for i, n in enumerate(d.names) if n in SYNC_CALLS]
-    if sync_ids and len(calls.name):
-        for i in np.flatnonzero(np.isin(calls.name, sync_ids)).tolist():
-            out.append((float(calls.ts[i]), float(calls.dur[i]), int(calls.name[i]), d.threads[int(calls.thread[i])]))
+    if sync_ids:
+        for ts, dur, name, thread in d.cpu_call_blocks((1, 2, 3, 4)):
+            for i in np.flatnonzero(np.isin(name, sync_ids)).tolist():
+                out.append((float(ts[i]), float(dur[i]), int(name[i]), d.threads[int(thread[i])]))
     read_ids = [i for i, n in enumerate(d.names) if n in SCALAR_READS]
     if read_ids:
-        for key, arrays in d.ops.items():
-            reads = np.flatnonzero(np.isin(arrays[2], read_ids))
-            if len(reads):
-                out += [
-                    (float(arrays[0][i]), float(arrays[1][i]), int(arrays[2][i]), key)
-                    for i in _waiting(d, calls, key, arrays, reads)
-                ]
+        for key in d.ops:
+            ts, dur, ids = _where_named(d.ops, key, read_ids)
+            if len(ts):
+                waits = _waiting(d, key, ts, dur)
+                out += zip(
+                    ts[waits].tolist(), dur[waits].tolist(), ids[waits].tolist(), [key] * int(waits.sum()), strict=True
+                )
     for _, _, n, _ in out:
         by_name[d.names[n]] += 1
     return sorted(out), dict(by_name)
 
 
-def _waiting(
-    d: Collected, calls: CpuCalls, key: tuple, arrays: tuple[array, array, array], reads: np.ndarray
-) -> list[int]:
-    """The scalar reads that make the host wait on a device.
+def _where_named(table: ThreadColumns, key: tuple, ids: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The thread's events (ts, dur, name id) with one of the name ``ids``, in trace order."""
+    found = []
+    for ts, dur, names in table.blocks(key):
+        m = np.isin(names, ids)
+        found.append((ts[m], dur[m], names[m]))
+    ts, dur, names = (np.concatenate([f[i] for f in found]) for i in range(3))
+    return ts, dur, names
+
+
+def _waiting(d: Collected, key: tuple, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Mask over a thread's scalar reads (``ts``, ``dur``): those that make the host wait on a device.
 
     On a GPU trace, those that issued a CUDA call (the device-to-host copy and its sync): a read
     of a host tensor (e.g. the optimizer's step counters) issues none. On a CPU-only trace nothing
     waits, so count the reads that would on a GPU: all but those inside ``Optimizer.step`` (its
     step counters live on the host in GPU runs too).
     """
-    ts, dur = arrays[0][reads], arrays[1][reads]
-    if len(d.gpu_ts):
+    if d.gpu_count:
         thread = d.threads.index(key) if key in d.threads else -1
-        t = np.sort(calls.ts[calls.thread == thread])
-        if len(t) == 0:  # no CUDA call on this thread: none of its reads waited on the device
-            return []
-        first = np.searchsorted(t, ts)
-        has_call = (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur)
-        return reads[has_call].tolist()
+        has_call = np.zeros(len(ts), dtype=bool)
+        for call_ts, call_thread in d.cpu_call_blocks((1, 4)):  # a call inside the read, in any block
+            t = np.sort(call_ts[call_thread == thread])
+            if len(t):
+                first = np.searchsorted(t, ts)
+                has_call |= (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur)
+        return has_call
     optimizer = [i for i, n in enumerate(d.names) if n.startswith("Optimizer.step")]
     inside = np.zeros(len(ts), dtype=bool)
     for table in (d.ops, d.annotations):  # torch records Optimizer.step as a record_function
@@ -101,28 +110,27 @@ def _waiting(
             m = np.isin(names, optimizer)
             if m.any():
                 inside |= outermost(starts[m], ends[m], ts) >= 0
-    return reads[~inside].tolist()
+    return ~inside
 
 
-def _enclosing_any(
-    cols: tuple[np.ndarray, np.ndarray, np.ndarray], times: list[float]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _enclosing_any(table: ThreadColumns, key: tuple, times: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The events of a thread's (ts, dur, name id) columns that contain one of ``times``: the few a
-    stack needs, so the sorting below does not copy a whole thread's operators."""
-    ts, dur, ids = cols
+    stack needs, found a block at a time, so that no thread's operators are read whole."""
     t = np.sort(np.asarray(times, dtype=np.float64))
-    if len(t) == 0:
-        return ts[:0], dur[:0], ids[:0]
-    first = np.searchsorted(t, ts)  # each event's first time at or after its start: inside it if before its end
-    m = (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur)
-    return ts[m], dur[m], ids[m]
+    found = []
+    for ts, dur, ids in table.blocks(key):
+        first = np.searchsorted(t, ts)  # each event's first time at or after its start: inside it if before its end
+        m = (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur) if len(t) else np.zeros(len(ts), bool)
+        found.append((ts[m], dur[m], ids[m]))
+    ts, dur, ids = (np.concatenate([f[i] for f in found]) for i in range(3))
+    return ts, dur, ids
 
 
 def _thread_columns(d: Collected, key: tuple, times: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(start, end, name id) of the thread's Python frames when recorded (with_stack), else of its
     annotations and operators, that contain one of ``times``, by start, enclosing first."""
     tables = [d.py] if key in d.py else [d.annotations, d.ops]
-    parts = [columns(_enclosing_any(table[key], times)) for table in tables if key in table]
+    parts = [columns(_enclosing_any(table, key, times)) for table in tables if key in table]
     if not parts:
         return None
     starts, ends, names = (np.concatenate([p[i] for p in parts]) for i in range(3))
@@ -141,8 +149,8 @@ def _stack(d: Collected, cols: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
     return frames[-STACK_DEPTH:]
 
 
-def sync_points(d: Collected, calls: CpuCalls, steps: dict[int, tuple[float, float]]) -> SyncPoints:
-    events, by_name = _events(d, calls)
+def sync_points(d: Collected, steps: dict[int, tuple[float, float]]) -> SyncPoints:
+    events, by_name = _events(d)
     times = np.sort(np.array([e[0] for e in events], dtype=np.float64))
     per_step = {
         n: int(np.searchsorted(times, start + dur, side="right") - np.searchsorted(times, start, side="left"))

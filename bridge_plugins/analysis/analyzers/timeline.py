@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bridge_plugins.analysis.analyzers.step_detail import StepDetail
-from bridge_plugins.analysis.analyzers.threads import columns
+from bridge_plugins.analysis.analyzers.threads import overlapping
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
@@ -70,11 +70,9 @@ def _cap(bars: list[Bar]) -> tuple[list[Bar], int]:
 def _cpu_lanes(d: Collected, lo: float, hi: float) -> list[Lane]:
     lanes = []
     for key in sorted(d.ops, key=lambda k: -d.ops.length(k)):
-        starts, ends, names = columns(d.ops[key])  # one thread's whole columns at a time
-        m = (ends > lo) & (starts < hi)  # an op enclosing one in the window overlaps it too: depths hold
-        if not m.any():
+        starts, ends, names = overlapping(d.ops, key, lo, hi)  # with those enclosing them: depths hold
+        if not len(starts):
             continue
-        starts, ends, names = starts[m], ends[m], names[m]
         depth = _depths(starts, ends)
         m = depth <= MAX_DEPTH
         bars = [
@@ -90,17 +88,18 @@ def _cpu_lanes(d: Collected, lo: float, hi: float) -> list[Lane]:
 
 def _gpu_lanes(d: Collected, g: GpuEvents, lo: float, hi: float) -> list[Lane]:
     lanes = []
-    m = (g.end > lo) & (g.ts < hi)
-    for stream in np.unique(g.stream[m]).tolist():
-        sm = m & (g.stream == stream)
+    end = g.end
+    m = (end > lo) & (g.ts < hi)
+    for code in np.unique(g.stream[m]).tolist():
+        sm = m & (g.stream == code)
         bars = [
-            Bar(max(s, lo) - lo, min(e, hi) - max(s, lo), d.names[n], str(k))
+            Bar(max(s, lo) - lo, min(e, hi) - max(s, lo), d.names[n], k)
             for s, e, n, k in zip(
-                g.ts[sm].tolist(), g.end[sm].tolist(), g.name[sm].tolist(), g.kind[sm].tolist(), strict=True
+                g.ts[sm].tolist(), end[sm].tolist(), g.name[sm].tolist(), g.kind_names(g.kind[sm]), strict=True
             )
         ]
         bars, dropped = _cap(bars)
-        lanes.append(Lane(f"GPU stream {stream}", "gpu", bars, dropped))
+        lanes.append(Lane(f"GPU stream {int(g.streams[code])}", "gpu", bars, dropped))
     return lanes
 
 
@@ -112,7 +111,7 @@ def _window(step: StepDetail, g: GpuEvents | None, calls: CpuCalls) -> tuple[flo
         launch_ts = calls.ts[g.launch[has]]
         launched[has] = (launch_ts >= lo) & (launch_ts < hi)
         if launched.any():
-            hi = max(hi, float(g.end[launched].max()))
+            hi = max(hi, float((g.ts[launched] + g.dur[launched]).max()))
     return lo, hi
 
 

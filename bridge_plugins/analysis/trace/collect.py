@@ -18,7 +18,7 @@ from typing import Any, Union
 import msgspec
 import numpy as np
 
-from bridge_plugins.analysis.trace.spill import SPILL_AT, Spill, ThreadColumns, columns
+from bridge_plugins.analysis.trace.spill import SPILL_AT, Spill, ThreadColumns, blocks, columns
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _INT64_LIMIT = 2**63
@@ -135,6 +135,7 @@ class Collected:
     steps: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> duration (us)
     profiler_step_names: set[str] = field(default_factory=set)  # every name containing ProfilerStep (HTA's test)
     last_profiler_step_end: float | None = None
+    gpu_count: int = 0  # GPU events collected: the gpu_* columns' length until take_gpu_columns()
     gpu_ts: array = field(default_factory=lambda: array("d"))
     gpu_dur: array = field(default_factory=lambda: array("d"))
     gpu_name: array = field(default_factory=lambda: array("i"))
@@ -166,14 +167,26 @@ class Collected:
     def _cpu_tail(self) -> tuple[array, ...]:
         return (self.cpu_corr, self.cpu_corr_ts, self.cpu_corr_dur, self.cpu_corr_name, self.cpu_corr_thread)
 
-    def cpu_correlations(self) -> tuple[np.ndarray, np.ndarray]:
-        """(correlation, ts) of every CPU-side event with a correlation, whole."""
-        corr, ts = columns(self._cpu_tail(), self.cpu_corr_spilled, (0, 1))
-        return corr, ts
-
     def cpu_calls(self) -> list[np.ndarray]:
         """(correlation, ts, dur, name id, thread index) of every CPU-side event with a correlation, whole."""
         return columns(self._cpu_tail(), self.cpu_corr_spilled)
+
+    def cpu_call_blocks(self, which: tuple[int, ...] | None = None) -> Iterator[list[np.ndarray]]:
+        """The columns of :meth:`cpu_calls` (all, or those at ``which``), a block at a time, in order:
+        a pass over millions of calls in a few MB."""
+        return blocks(self._cpu_tail(), self.cpu_corr_spilled, which)
+
+    def cpu_call_count(self) -> int:
+        return len(self.cpu_corr) + (self.cpu_corr_spilled.size if self.cpu_corr_spilled is not None else 0)
+
+    def take_gpu_columns(self) -> dict[str, array]:
+        """The gpu_* columns by field name, left empty here (``gpu_count`` stays): for the one
+        reader that turns them into compact sorted columns, so that they are not held twice."""
+        names = ("gpu_ts", "gpu_dur", "gpu_name", "gpu_corr", "gpu_stream", "gpu_cat")
+        taken = {n: getattr(self, n) for n in names}
+        for n, a in taken.items():
+            setattr(self, n, array(a.typecode))
+        return taken
 
     def thread_ops(self) -> Iterator[tuple[tuple, np.ndarray, np.ndarray, np.ndarray]]:
         """((pid, tid), ts, dur, name id) of each thread's CPU operators, whole, one thread at a time."""
@@ -303,6 +316,7 @@ class Collector:
                 (d.gpu_name, d.gpu_ts, d.gpu_dur, d.gpu_corr, d.gpu_stream, d.gpu_cat), gpu, strict=True
             ):
                 column.fromlist(values)
+            d.gpu_count = len(d.gpu_ts)
             if mem[0]:
                 d.mem_index.fromlist([base + i for i in mem[0]])
                 d.mem_bytes.fromlist(mem[1])

@@ -16,6 +16,7 @@ from bridge_plugins.analysis.trace.collect import Collected
 
 if TYPE_CHECKING:
     from bridge_plugins.analysis.schema import GpuBreakdown
+    from bridge_plugins.analysis.trace.gpu_events import GpuEvents
 
 COMMUNICATION, MEMORY, COMPUTATION, OTHER = "communication", "memory", "computation", "other"
 _COMM_RE = re.compile(r"^nccl.*Kernel")
@@ -42,10 +43,11 @@ def kept_gpu_events(d: Collected) -> np.ndarray:
     corr = np.frombuffer(d.gpu_corr, dtype=np.int64) if len(d.gpu_corr) else np.zeros(0, np.int64)
     if len(d.profiler_step_names) < 2 or d.last_profiler_step_end is None:
         return np.ones(len(corr), dtype=bool)
-    cpu_corr, cpu_ts = d.cpu_correlations()
-    launched = cpu_corr[cpu_ts <= d.last_profiler_step_end]
+    end = d.last_profiler_step_end
+    parts = [corr_[ts <= end] for corr_, ts in d.cpu_call_blocks((0, 1))]  # a block of calls at a time
+    launched = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    del parts
     launched.sort()  # in place: np.isin or np.unique would take several copies
-    del cpu_corr, cpu_ts  # the largest arrays here: let them go before the next ones
     if len(launched) == 0:
         return np.zeros(len(corr), dtype=bool)
     return launched[np.minimum(np.searchsorted(launched, corr), len(launched) - 1)] == corr
@@ -55,8 +57,11 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     """Total length of the union of intervals [start, end)."""
     if len(starts) == 0:
         return 0.0
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], np.maximum.accumulate(ends[order])
+    if bool(np.all(starts[1:] >= starts[:-1])):  # sorted already (GpuEvents): the sort would change nothing
+        s, e = starts, np.maximum.accumulate(ends)
+    else:
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], np.maximum.accumulate(ends[order])
     new_group = np.empty(len(s), dtype=bool)
     new_group[0] = True
     new_group[1:] = s[1:] > e[:-1]
@@ -65,18 +70,15 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((e[last_of_group] - s[new_group]).sum())
 
 
-def breakdown(d: Collected, keep: np.ndarray, types: list[str]) -> GpuBreakdown | None:
-    """The window's GPU time split (us), or None for a trace without GPU events."""
-    if not keep.any():
+def breakdown(g: GpuEvents, gpu_count: int) -> GpuBreakdown | None:
+    """The window's GPU time split (us), or None for a trace without GPU events kept; ``gpu_count``:
+    the GPU events before the kept ones were picked."""
+    if len(g.ts) == 0:
         return None
-    ts = np.frombuffer(d.gpu_ts, dtype=np.float64)[keep]
-    ts = ts - ts.min()  # relative to the first GPU event: small numbers keep full precision
-    end = ts + np.frombuffer(d.gpu_dur, dtype=np.float64)[keep]
-    kinds = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)
-    # a one-byte code per name id, as one array: fast and small for millions of events
-    type_of_name = np.array([kinds.index(t) for t in types], dtype=np.int8)
-    type_of_event = type_of_name[np.frombuffer(d.gpu_name, dtype=np.int32)[keep]]
-    comp, comm, mem = (type_of_event == kinds.index(t) for t in (COMPUTATION, COMMUNICATION, MEMORY))
+    ts = g.ts - g.ts[0]  # relative to the first GPU event: small numbers keep full precision
+    end = ts + g.dur
+    kinds = (COMPUTATION, COMMUNICATION, MEMORY)  # GpuEvents.kind: a one-byte code per event
+    comp, comm, mem = (g.of_kind(t) for t in kinds)
     span = float(end.max())
     busy = _union_length(ts, end)
     computation = _union_length(ts[comp], end[comp])
@@ -89,8 +91,8 @@ def breakdown(d: Collected, keep: np.ndarray, types: list[str]) -> GpuBreakdown 
         "memory_us": busy - comp_or_comm,
         "idle_us": span - busy,
         "communication_total_us": _union_length(ts[comm], end[comm]),
-        "gpu_events": int(keep.sum()),
-        "gpu_events_dropped": int(len(keep) - keep.sum()),
+        "gpu_events": len(g.ts),
+        "gpu_events_dropped": gpu_count - len(g.ts),
     }
 
 

@@ -1,7 +1,9 @@
 """The kept GPU events of one trace as numpy arrays, joined to the CPU calls that launched them.
 
-Built once per trace from the collector's arrays and shared by every analyzer, so each question
-(overlap, idle, launches, queue, bandwidth...) is a few vectorized lines over the same columns.
+Built once per trace from the collector's arrays (which they replace) and shared by every analyzer,
+so each question (overlap, idle, launches, queue, bandwidth...) is a few vectorized lines over the
+same columns. Compact, as the memory a trace takes must not grow past a few bytes an event
+(issue 18): one-byte codes, 32-bit indices, only the launch calls something was joined to.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from bridge_plugins.analysis.trace.collect import Collected
+from bridge_plugins.analysis.trace.gpu_breakdown import COMMUNICATION, COMPUTATION, MEMORY, OTHER
 
 # CUDA/HIP runtime calls that put work on a stream (HTA's list, trace_symbol_table.py)
 LAUNCH_CALLS = frozenset(
@@ -32,68 +35,112 @@ LAUNCH_CALLS = frozenset(
 )
 
 
-def _arr(a: array, dtype: DTypeLike) -> np.ndarray:
-    return np.frombuffer(a, dtype=dtype) if len(a) else np.zeros(0, dtype=dtype)
+KINDS = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)
+"""The kernel types (gpu_breakdown.kernel_type), in the order of the one-byte codes of ``GpuEvents.kind``."""
+
+
+def _index_type(n: int) -> type[np.signedinteger]:
+    return np.int32 if n < 2**31 else np.int64
 
 
 @dataclass
 class GpuEvents:
-    """Columns over the kept GPU events (``index`` maps back to the collector's arrays), sorted by start."""
+    """Columns over the kept GPU events, sorted by start (issue 18: 31 bytes an event, the only copy
+    of the GPU columns once built: see :func:`joined`)."""
 
-    index: np.ndarray
+    index: np.ndarray  # position among the collector's GPU events (int32)
     ts: np.ndarray
-    end: np.ndarray
     dur: np.ndarray
-    name: np.ndarray
-    stream: np.ndarray
-    cat: np.ndarray
-    corr: np.ndarray
-    kind: np.ndarray  # computation / communication / memory / other, per event
-    launch: np.ndarray  # index of the CPU runtime call with the same correlation, -1 if none
+    name: np.ndarray  # name id (int32)
+    stream: np.ndarray  # code into ``streams`` (int8 or wider)
+    streams: np.ndarray  # the distinct stream numbers, sorted (so codes sort as streams do)
+    cat: np.ndarray  # GPU_KERNEL, GPU_MEMCPY... (int8)
+    kind: np.ndarray  # code into KINDS (int8)
+    launch: np.ndarray  # index into CpuCalls of the call with the same correlation, -1 if none
+
+    @property
+    def end(self) -> np.ndarray:
+        """ts + dur, computed when asked rather than held (10 MB a million events)."""
+        return self.ts + self.dur
 
     def of_kind(self, kind: str) -> np.ndarray:
-        return self.kind == kind
+        return self.kind == KINDS.index(kind)
+
+    def kind_names(self, codes: np.ndarray) -> list[str]:
+        """The kernel type of each code of ``kind`` given."""
+        return [KINDS[k] for k in codes.tolist()]
 
 
 @dataclass
 class CpuCalls:
-    """The collector's CPU events that carry a correlation id (cuda_runtime calls), as columns."""
+    """The CPU calls with a correlation (cuda_runtime calls) that launched a kept GPU event, as
+    columns (``GpuEvents.launch`` indexes them). A pass over every call: Collected.cpu_call_blocks."""
 
     ts: np.ndarray
     dur: np.ndarray
     name: np.ndarray
-    corr: np.ndarray
     thread: np.ndarray
+    count: int  # every CPU call with a correlation in the trace
 
 
-def cpu_calls(d: Collected) -> CpuCalls:
-    """Whole columns, spilled parts included (the collector's arrays hold only the latest elements)."""
-    corr, ts, dur, name, thread = d.cpu_calls()
-    return CpuCalls(ts, dur, name, corr, thread)
-
-
-def gpu_events(d: Collected, keep: np.ndarray, types: list[str], calls: CpuCalls) -> GpuEvents:
-    """The kept GPU events, sorted by start, each joined to the first CPU call of its correlation."""
+def joined(d: Collected, keep: np.ndarray, types: list[str]) -> tuple[GpuEvents, CpuCalls]:
+    """The kept GPU events, sorted by start, each joined to the first CPU call of its correlation,
+    and those calls. Takes the collector's GPU columns (Collected.take_gpu_columns), a column at a
+    time, so that the GPU events are never held twice."""
+    cols = d.take_gpu_columns()
     index = np.flatnonzero(keep)
-    ts = _arr(d.gpu_ts, np.float64)[index]
-    order = np.argsort(ts, kind="stable")
-    index, ts = index[order], ts[order]
-    dur = _arr(d.gpu_dur, np.float64)[index]
-    name = _arr(d.gpu_name, np.int32)[index]
-    type_of_name = np.array(types + [""], dtype=object)  # one more so an empty list still indexes
-    corr = _arr(d.gpu_corr, np.int64)[index]
-    return GpuEvents(
-        index=index,
-        ts=ts,
-        end=ts + dur,
-        dur=dur,
-        name=name,
-        stream=_arr(d.gpu_stream, np.int64)[index],
-        cat=_arr(d.gpu_cat, np.int8)[index],
-        corr=corr,
-        kind=type_of_name[name] if len(name) else np.zeros(0, dtype=object),
-        launch=match(calls.corr, corr),
-    )
+    ts = _take(cols, "gpu_ts", np.float64, index)
+    if not bool(np.all(ts[1:] >= ts[:-1])):
+        order = np.argsort(ts, kind="stable")
+        index, ts = index[order], ts[order]
+        del order
+    index = index.astype(_index_type(len(keep)))
+    dur = _take(cols, "gpu_dur", np.float64, index)
+    name = _take(cols, "gpu_name", np.int32, index)
+    code_of_name = np.array([KINDS.index(t) for t in types] + [0], dtype=np.int8)  # one more: an empty list indexes
+    cat = _take(cols, "gpu_cat", np.int8, index)
+    streams, stream = np.unique(_take(cols, "gpu_stream", np.int64, index), return_inverse=True)
+    stream = stream.astype(np.int8 if len(streams) < 2**7 else np.int16 if len(streams) < 2**15 else np.int32)
+    launch, calls = _launches(d, _take(cols, "gpu_corr", np.int64, index))
+    g = GpuEvents(index, ts, dur, name, stream, streams, cat, code_of_name[name], launch)
+    return g, calls
+
+
+def _take(cols: dict[str, array], field: str, dtype: DTypeLike, index: np.ndarray) -> np.ndarray:
+    """The kept events' values of one collector column, in ``index`` order; the column goes."""
+    column = cols.pop(field)
+    out = np.frombuffer(column, dtype=dtype)[index] if len(column) else np.zeros(0, dtype=dtype)
+    return out
+
+
+def _launches(d: Collected, corr: np.ndarray) -> tuple[np.ndarray, CpuCalls]:
+    """Per correlation, the index of its first CPU call among the calls that launched one, and those
+    calls: two passes over the calls a block at a time, never all of them whole."""
+    first = np.full(len(corr), -1, dtype=np.int64)  # index among every call
+    at = 0
+    for (keys,) in d.cpu_call_blocks((0,)):
+        todo = np.flatnonzero(first < 0)
+        if len(todo) == 0:
+            break
+        found = match(keys, corr[todo])
+        hit = found >= 0
+        first[todo[hit]] = at + found[hit]
+        at += len(keys)
+    del corr
+    used = np.unique(first[first >= 0])
+    launch = np.where(first >= 0, np.searchsorted(used, first), -1).astype(_index_type(len(used)))
+    del first
+    out = [np.empty(len(used), dtype) for dtype in (np.float64, np.float64, np.int32, np.int32)]
+    at = 0
+    for block in d.cpu_call_blocks((1, 2, 3, 4)):
+        n = len(block[0])
+        lo, hi = np.searchsorted(used, [at, at + n])
+        pick = used[lo:hi] - at
+        for column, values in zip(out, block, strict=True):
+            column[lo:hi] = values[pick]
+        at += n
+    ts, dur, name, thread = out
+    return launch, CpuCalls(ts, dur, name, thread, d.cpu_call_count())
 
 
 def match(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:

@@ -9,33 +9,24 @@ that launched nothing on the GPU (and for every step of a CPU-only trace).
 
 from __future__ import annotations
 
-from array import array
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import DTypeLike
 
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
 
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
-def _array(a: array, dtype: DTypeLike) -> np.ndarray:
-    return np.frombuffer(a, dtype=dtype) if len(a) else np.zeros(0, dtype)
 
-
-def per_step(d: Collected, keep: np.ndarray) -> list[dict]:
+def per_step(d: Collected, g: GpuEvents, calls: CpuCalls) -> list[dict]:
     """``[{"step": N, "time_us": float, "gpu_idle_share": float | None}]`` in step order."""
     steps = sorted(d.steps)
     idle: dict[int, float | None] = dict.fromkeys(steps)
-    corr = _array(d.gpu_corr, np.int64)[keep] if len(keep) else np.zeros(0, np.int64)
-    if steps and len(corr):
-        cpu_corr, cpu_ts = d.cpu_correlations()
-        order = np.argsort(cpu_corr, kind="stable")
-        cpu_corr, cpu_ts = cpu_corr[order], cpu_ts[order]
-        at = np.clip(np.searchsorted(cpu_corr, corr), 0, max(len(cpu_corr) - 1, 0))
-        found = cpu_corr[at] == corr if len(cpu_corr) else np.zeros(len(corr), bool)
-        launched = np.where(found, cpu_ts[at] if len(cpu_ts) else 0.0, np.nan)
-        ts = _array(d.gpu_ts, np.float64)[keep]
-        end = ts + _array(d.gpu_dur, np.float64)[keep]
+    if steps and len(g.ts):
+        launched = np.where(g.launch >= 0, calls.ts[np.maximum(g.launch, 0)] if len(calls.ts) else 0.0, np.nan)
+        ts, end = g.ts, g.end
         for n in steps:
             start = d.step_ts[n]
             mine = (launched >= start) & (launched < start + d.steps[n])

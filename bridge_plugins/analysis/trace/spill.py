@@ -54,6 +54,23 @@ class Spill:
             col[at:] = np.frombuffer(c, dtype=col.dtype) if len(c) else col[at:at]
         return [out[i] for i in which]
 
+    def blocks(self, tail: tuple[array, ...], which: tuple[int, ...] | None = None) -> Iterator[list[np.ndarray]]:
+        """The columns (all, or those at ``which``) a block at a time, in order: each written
+        block, then what is still in ``tail``."""
+        which = tuple(range(len(tail))) if which is None else which
+        self._file.flush()
+        at = 0
+        for size in self._blocks:
+            out = {}
+            for i, c in enumerate(tail):
+                if i in which:
+                    out[i] = col = np.empty(size, dtype=np.dtype(c.typecode))
+                    self._file.seek(at)
+                    self._file.readinto(col.data.cast("B"))
+                at += size * c.itemsize
+            yield [out[i] for i in which]
+        yield columns(tail, None, which)
+
     @property
     def size(self) -> int:
         """Elements per column written so far."""
@@ -72,6 +89,17 @@ def columns(tail: tuple[array, ...], spill: Spill | None, which: tuple[int, ...]
     return [
         np.frombuffer(c, dtype=np.dtype(c.typecode)) if len(c) else np.zeros(0, np.dtype(c.typecode)) for c in picked
     ]
+
+
+def blocks(
+    tail: tuple[array, ...], spill: Spill | None, which: tuple[int, ...] | None = None
+) -> Iterator[list[np.ndarray]]:
+    """The columns of a group (all, or those at ``which``) a block of at most ``SPILL_AT`` or so
+    elements at a time, in order: how a pass over millions of events keeps its memory flat."""
+    if spill is not None:
+        yield from spill.blocks(tail, which)
+    else:
+        yield columns(tail, None, which)
 
 
 class ThreadColumns(Mapping):
@@ -102,9 +130,16 @@ class ThreadColumns(Mapping):
         s = self.spilled.get(key)
         return len(self.tails[key][0]) + (s.size if s is not None else 0)
 
+    def blocks(self, key: tuple) -> Iterator[list[np.ndarray]]:
+        """The thread's (ts, dur, name id) columns a block at a time, in order (see :func:`blocks`)."""
+        return blocks(self.tails[key], self.spilled.get(key))
+
     def __getitem__(self, key: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ts, dur, ids = columns(self.tails[key], self.spilled.get(key))
         return ts, dur, ids
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.tails  # Mapping's would read the columns (``self[key]``) to answer
 
     def __iter__(self) -> Iterator[tuple]:
         return iter(self.tails)

@@ -1,0 +1,79 @@
+"""Memory that does not grow with the trace (issue 18): what a 3 GB trace showed, seen on small real ones.
+
+At 3 GB (1.3 M GPU events, 3 M launch calls, 2.5 M operators a thread) ``summary`` peaked at 476 MB:
+the GPU columns held twice (the collector's and a 69-byte-an-event GpuEvents), every launch call
+whole, and each thread's operators read whole by each analysis. Here: the GPU events once, in a few
+bytes each; only the launch calls something was joined to; and with the spill threshold at 7
+elements, so that every column is many blocks, no pass reads a thread's or the calls' columns whole,
+and the figures are the same to the last bit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bridge_plugins.analysis import summarize
+from bridge_plugins.analysis.jsonable import dumps
+from bridge_plugins.analysis.summarize import summarize_trace
+from bridge_plugins.analysis.trace import collect, gpu_breakdown
+from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
+from bridge_plugins.analysis.trace.gpu_events import joined
+from bridge_plugins.analysis.trace.reader import read_trace
+from bridge_plugins.analysis.trace.spill import Spill, ThreadColumns
+from tests.analysis.test_fixtures import FIXTURES
+
+TRACES = sorted(FIXTURES.glob("*.json.gz"))
+
+
+def _collected(path: Path) -> Collected:
+    c = Collector()
+    read_trace(path, c.on_header, c.on_event, Record, c.on_records)
+    return c.data
+
+
+def test_gpu_events_are_compact_and_held_once():
+    d = _collected(FIXTURES / "job2_rank0.json.gz")  # 3,774 GPU events, 8,740 calls with a correlation
+    n = d.gpu_count
+    keep = gpu_breakdown.kept_gpu_events(d)
+    g, calls = joined(d, keep, gpu_breakdown.kernel_types(d))
+    assert n == len(keep) > 1000 and 0 < len(g.ts) <= n
+    # the collector's GPU columns went into g: not a second copy of them
+    assert [len(getattr(d, f)) for f in ("gpu_ts", "gpu_dur", "gpu_name", "gpu_corr", "gpu_stream", "gpu_cat")] == [0] * 6
+    held = sum(a.nbytes for a in (g.index, g.ts, g.dur, g.name, g.stream, g.cat, g.kind, g.launch))
+    assert held / len(g.ts) <= 31  # 69 bytes an event before (int64 index/corr/stream, an object per kind)
+    # only the calls a GPU event was joined to, each once
+    assert len(calls.ts) == len(np.unique(g.launch[g.launch >= 0])) < calls.count == d.cpu_call_count()
+    assert np.array_equal(np.unique(g.launch[g.launch >= 0]), np.arange(len(calls.ts)))
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[p.name for p in TRACES])
+def test_passes_by_block_give_the_same_figures_without_reading_a_column_whole(path, monkeypatch):
+    whole = dumps(summarize_trace(path))
+    monkeypatch.setattr(collect, "SPILL_AT", 7)
+    read = summarize.read_trace
+
+    def in_small_chunks(path, on_header, on_event, record, on_records):  # as a big file's chunks arrive
+        return read(path, on_header, on_event, record, lambda r: [on_records(r[i : i + 7]) for i in range(0, len(r), 7)])
+
+    monkeypatch.setattr(summarize, "read_trace", in_small_chunks)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a whole column read")
+
+    # operators in nesting order (Kineto's) and launch calls: never read whole, only a block at a time
+    monkeypatch.setattr(ThreadColumns, "__getitem__", refused)
+    monkeypatch.setattr(Spill, "read", refused)
+    monkeypatch.setattr(Collected, "cpu_calls", refused)
+    blocks: list[int] = []
+    spill_blocks = Spill.blocks
+
+    def counted(self, tail, which=None):
+        blocks.append(len(self._blocks))
+        return spill_blocks(self, tail, which)
+
+    monkeypatch.setattr(Spill, "blocks", counted)
+    assert dumps(summarize_trace(path)) == whole
+    assert max(blocks) > 100  # the big columns went over in many blocks
