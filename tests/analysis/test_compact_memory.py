@@ -41,7 +41,8 @@ def test_gpu_events_are_compact_and_held_once():
     g, calls = joined(d, keep, gpu_breakdown.kernel_types(d))
     assert n == len(keep) > 1000 and 0 < len(g.ts) <= n
     # the collector's GPU columns went into g: not a second copy of them
-    assert [len(getattr(d, f)) for f in ("gpu_ts", "gpu_dur", "gpu_name", "gpu_corr", "gpu_stream", "gpu_cat")] == [0] * 6
+    taken = ("gpu_ts", "gpu_dur", "gpu_name", "gpu_corr", "gpu_stream", "gpu_cat")
+    assert [len(getattr(d, f)) for f in taken] == [0] * 6
     held = sum(a.nbytes for a in (g.index, g.ts, g.dur, g.name, g.stream, g.cat, g.kind, g.launch))
     assert held / len(g.ts) <= 31  # 69 bytes an event before (int64 index/corr/stream, an object per kind)
     # only the calls a GPU event was joined to, each once
@@ -56,7 +57,9 @@ def test_passes_by_block_give_the_same_figures_without_reading_a_column_whole(pa
     read = summarize.read_trace
 
     def in_small_chunks(path, on_header, on_event, record, on_records):  # as a big file's chunks arrive
-        return read(path, on_header, on_event, record, lambda r: [on_records(r[i : i + 7]) for i in range(0, len(r), 7)])
+        return read(
+            path, on_header, on_event, record, lambda r: [on_records(r[i : i + 7]) for i in range(0, len(r), 7)]
+        )
 
     monkeypatch.setattr(summarize, "read_trace", in_small_chunks)
 
