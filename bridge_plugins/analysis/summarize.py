@@ -44,6 +44,7 @@ def summarize_trace(path: Path) -> TraceAsRead:
     c = Collector()
     read_trace(path, c.on_header, c.on_event, Record, c.on_records)
     d = c.data
+    d.spill_rest()
     rank, source, world = _rank(d.header, path)
     types = gpu_breakdown.kernel_types(d)
     keep = gpu_breakdown.kept_gpu_events(d)

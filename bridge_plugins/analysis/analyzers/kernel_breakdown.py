@@ -60,8 +60,12 @@ def by_type(g: GpuEvents) -> list[TypeTime]:
     delta = np.concatenate(deltas)  # int8: a bit per kind (cumsum adds them as int64)
     del bounds, deltas  # one copy of the bounds at a time: a 1 GB trace has ~10^6 of them
     order = np.lexsort((delta, t))
-    t, level = t[order], np.cumsum(delta[order])
-    dt = t[1:] - t[:-1]
+    t, delta = t[order], delta[order]
+    del order
+    level = np.cumsum(delta)
+    del delta
+    dt = np.diff(t)
+    del t
     times = np.bincount(level[:-1], weights=dt, minlength=8)
     total = float(times[1:].sum())
     rows = [TypeTime(_label(b), float(times[b]), 100.0 * float(times[b]) / total) for b in range(1, 8) if times[b] > 0]

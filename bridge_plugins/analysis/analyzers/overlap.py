@@ -30,11 +30,12 @@ def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
     if len(s1) == 0 or len(s2) == 0:
         return 0.0
     bounds = np.concatenate([s1, e1, s2, e2])
-    delta = np.concatenate([np.ones(len(s1)), -np.ones(len(e1)), 2 * np.ones(len(s2)), -2 * np.ones(len(e2))])
+    delta = np.concatenate([np.full(len(a), d, dtype=np.int8) for a, d in ((s1, 1), (e1, -1), (s2, 2), (e2, -2))])
     order = np.lexsort((delta, bounds))  # ends (negative) before starts at the same time
-    t, level = bounds[order], np.cumsum(delta[order])
-    both = level[:-1] == 3
-    return float((t[1:] - t[:-1])[both].sum())
+    t, delta = bounds[order], delta[order]
+    del bounds, order
+    both = np.cumsum(delta)[:-1] == 3
+    return float(np.diff(t)[both].sum())
 
 
 def overlap(g: GpuEvents) -> Overlap:

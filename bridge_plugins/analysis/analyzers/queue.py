@@ -40,8 +40,12 @@ def queue_length(g: GpuEvents, calls: CpuCalls, names: list[str]) -> QueueLength
     out = []
     for code in np.unique(g.stream[m]).tolist():
         sm = m & (g.stream == code)
-        t = np.concatenate([calls.ts[g.launch[sm]], g.ts[sm]])
-        delta = np.concatenate([np.ones(sm.sum()), -np.ones(sm.sum())])
-        order = np.lexsort((-delta, t))  # at one instant, the launch before the start
-        out.append(StreamQueue(int(g.streams[code]), describe(np.cumsum(delta[order]))))
+        n = int(sm.sum())
+        t = np.concatenate([calls.ts[g.launch[sm]], g.ts[sm]])  # n launches, then their n starts
+        is_start = np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8)])
+        order = np.lexsort((is_start, t))  # at one instant, the launch before the start
+        del t, is_start
+        level = np.where(order < n, 1.0, -1.0)  # +1 a launch, -1 a start, in time order
+        del order
+        out.append(StreamQueue(int(g.streams[code]), describe(np.cumsum(level, out=level))))
     return QueueLength(out)

@@ -179,6 +179,16 @@ class Collected:
     def cpu_call_count(self) -> int:
         return len(self.cpu_corr) + (self.cpu_corr_spilled.size if self.cpu_corr_spilled is not None else 0)
 
+    def spill_rest(self) -> None:
+        """Once read: the last elements of each column that spilled go to its file too, so that a big
+        trace's collected state is its GPU events and little else (passes read blocks anyway)."""
+        if self.cpu_corr_spilled is not None and len(self.cpu_corr):
+            self.cpu_corr_spilled.write(self._cpu_tail())
+        for table in (self.ops, self.py, self.annotations):
+            for key in table.spilled:
+                if len(table.tails[key][0]):
+                    table.spill(key)
+
     def take_gpu_columns(self) -> dict[str, array]:
         """The gpu_* columns by field name, left empty here (``gpu_count`` stays): for the one
         reader that turns them into compact sorted columns, so that they are not held twice."""
