@@ -9,6 +9,7 @@ the wait itself plus the refill.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -113,15 +114,23 @@ def _waiting(d: Collected, key: tuple, ts: np.ndarray, dur: np.ndarray) -> np.nd
     return ~inside
 
 
-def _enclosing_any(table: ThreadColumns, key: tuple, times: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The events of a thread's (ts, dur, name id) columns that contain one of ``times``: the few a
-    stack needs, found a block at a time, so that no thread's operators are read whole."""
+def _enclosing_any(cols: Sequence[np.ndarray], times: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The events of a thread's (ts, dur, name id) columns, or of a block of them, that contain one
+    of ``times``: the few a stack needs, so the sorting below does not copy a whole thread's operators."""
+    ts, dur, ids = cols
     t = np.sort(np.asarray(times, dtype=np.float64))
-    found = []
-    for ts, dur, ids in table.blocks(key):
-        first = np.searchsorted(t, ts)  # each event's first time at or after its start: inside it if before its end
-        m = (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur) if len(t) else np.zeros(len(ts), bool)
-        found.append((ts[m], dur[m], ids[m]))
+    if len(t) == 0:
+        return ts[:0], dur[:0], ids[:0]
+    first = np.searchsorted(t, ts)  # each event's first time at or after its start: inside it if before its end
+    m = (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur)
+    return ts[m], dur[m], ids[m]
+
+
+def _enclosing_any_block(
+    table: ThreadColumns, key: tuple, times: list[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_enclosing_any` of a thread's events, a block at a time: no thread is read whole."""
+    found = [_enclosing_any(block, times) for block in table.blocks(key)]
     ts, dur, ids = (np.concatenate([f[i] for f in found]) for i in range(3))
     return ts, dur, ids
 
@@ -130,7 +139,7 @@ def _thread_columns(d: Collected, key: tuple, times: list[float]) -> tuple[np.nd
     """(start, end, name id) of the thread's Python frames when recorded (with_stack), else of its
     annotations and operators, that contain one of ``times``, by start, enclosing first."""
     tables = [d.py] if key in d.py else [d.annotations, d.ops]
-    parts = [columns(_enclosing_any(table, key, times)) for table in tables if key in table]
+    parts = [columns(_enclosing_any_block(table, key, times)) for table in tables if key in table]
     if not parts:
         return None
     starts, ends, names = (np.concatenate([p[i] for p in parts]) for i in range(3))
