@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from bridge_plugins.analysis import summarize
+from bridge_plugins.analysis.analyzers import kernel_breakdown
 from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import summarize_trace
 from bridge_plugins.analysis.trace import collect, gpu_breakdown
@@ -54,6 +55,7 @@ def test_gpu_events_are_compact_and_held_once():
 def test_passes_by_block_give_the_same_figures_without_reading_a_column_whole(path, monkeypatch):
     whole = dumps(summarize_trace(path))
     monkeypatch.setattr(collect, "SPILL_AT", 7)
+    monkeypatch.setattr(kernel_breakdown, "_CHUNK", 7)  # the by-type sweep in chunks too
     read = summarize.read_trace
 
     def in_small_chunks(path, on_header, on_event, record, on_records):  # as a big file's chunks arrive

@@ -41,8 +41,10 @@ def _owners(names: list[str], ids: np.ndarray, dur: np.ndarray) -> list[Owner]:
     ok = ids >= 0
     if not ok.any():
         return []
-    total = np.bincount(ids[ok], weights=dur[ok])
-    count = np.bincount(ids[ok])
+    owned = ids[ok]
+    total = np.bincount(owned, weights=dur[ok])
+    count = np.bincount(owned)
+    del owned
     rows = [Owner(names[i], float(total[i]), int(count[i])) for i in np.flatnonzero(count).tolist()]
     return sorted(rows, key=lambda r: (-r.gpu_us, r.name))
 
@@ -99,6 +101,7 @@ def attribution(d: Collected, g: GpuEvents, calls: CpuCalls) -> Attribution:
         return Attribution([], [], 0.0, float(g.dur.sum()), "no GPU event matched a CPU launch call")
     li = g.launch[has]
     thread, t, dur = calls.thread[li], calls.ts[li], g.dur[has]
+    del li, has
     op = _per_thread(d, thread, t, lambda key: top_level(d.ops, key) if key in d.ops else None, containing_top)
     mod = modules_at(d, thread, t)
     modules = _owners(d.names, mod, dur) if mod is not None else []

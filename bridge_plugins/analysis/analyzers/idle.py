@@ -43,7 +43,9 @@ class IdleBreakdown:
 
 
 def _stream(stream: int, ts: np.ndarray, end: np.ndarray, launch_ts: np.ndarray, computation: np.ndarray) -> StreamIdle:
-    busy, comp = float((end - ts).sum()), float((end - ts)[computation].sum())
+    length = end - ts
+    busy, comp = float(length.sum()), float(length[computation].sum())
+    del length
     prev_end = end[:-1]
     gap = ts[1:] - prev_end
     host = launch_ts[1:] > prev_end  # NaN (no launch found) compares False, as in HTA
@@ -58,12 +60,16 @@ def idle_breakdown(g: GpuEvents, calls: CpuCalls) -> IdleBreakdown:
     real = g.cat != GPU_OTHER  # kernels, memcpys and memsets; not sync markers
     if not real.any():
         return IdleBreakdown([], "no kernels, memcpys or memsets on any stream")
-    launch_ts = np.where(g.launch >= 0, calls.ts[np.maximum(g.launch, 0)] if len(calls.ts) else np.nan, np.nan)
     out = []
-    end, computation = g.end, g.of_kind(COMPUTATION)
+    computation = g.of_kind(COMPUTATION)
     for code in np.unique(g.stream[real]).tolist():
         m = real & (g.stream == code)  # g is sorted by start already
-        out.append(_stream(int(g.streams[code]), g.ts[m], end[m], launch_ts[m], computation[m]))
+        launch = g.launch[m]
+        launch_ts = np.full(len(launch), np.nan)  # NaN: no launch call found
+        has = launch >= 0
+        launch_ts[has] = calls.ts[launch[has]]
+        del launch, has
+        out.append(_stream(int(g.streams[code]), *g.spans(m), launch_ts, computation[m]))
     note = (
         None if (g.launch[real] >= 0).any() else "no CPU launch calls matched: every gap counts as kernel or other wait"
     )

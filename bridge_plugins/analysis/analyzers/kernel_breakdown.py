@@ -43,6 +43,9 @@ class KernelBreakdown:
     kernels: list[KernelStats]  # by total_us, largest first
 
 
+_CHUNK = 1 << 18  # bounds swept at a time
+
+
 def _label(bits: int) -> str:
     return " overlapping ".join(k for i, k in enumerate(KINDS) if bits & (1 << i))
 
@@ -50,8 +53,7 @@ def _label(bits: int) -> str:
 def by_type(g: GpuEvents) -> list[TypeTime]:
     bounds, deltas = [], []
     for i, kind in enumerate(KINDS):
-        m = g.of_kind(kind)
-        s, e = union(g.ts[m], g.ts[m] + g.dur[m])
+        s, e = union(*g.spans(g.of_kind(kind)))
         bounds += [s, e]
         deltas += [np.full(len(s), 1 << i, dtype=np.int8), np.full(len(e), -(1 << i), dtype=np.int8)]
     t = np.concatenate(bounds) if bounds else np.zeros(0)
@@ -60,13 +62,13 @@ def by_type(g: GpuEvents) -> list[TypeTime]:
     delta = np.concatenate(deltas)  # int8: a bit per kind (cumsum adds them as int64)
     del bounds, deltas  # one copy of the bounds at a time: a 1 GB trace has ~10^6 of them
     order = np.lexsort((delta, t))
-    t, delta = t[order], delta[order]
-    del order
-    level = np.cumsum(delta)
-    del delta
-    dt = np.diff(t)
-    del t
-    times = np.bincount(level[:-1], weights=dt, minlength=8)
+    times = np.zeros(8)  # time per set of kinds running (bits): np.bincount's sums, a chunk at a time
+    level = 0  # the bits running before the chunk
+    for lo in range(0, len(order) - 1, _CHUNK):
+        hi = min(lo + _CHUNK, len(order) - 1)
+        levels = np.cumsum(delta[order[lo:hi]]) + level  # from bound i to bound i + 1
+        np.add.at(times, levels, np.diff(t[order[lo : hi + 1]]))  # in order, as bincount adds
+        level = int(levels[-1])
     total = float(times[1:].sum())
     rows = [TypeTime(_label(b), float(times[b]), 100.0 * float(times[b]) / total) for b in range(1, 8) if times[b] > 0]
     return sorted(rows, key=lambda r: -r.us)

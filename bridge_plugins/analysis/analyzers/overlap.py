@@ -39,7 +39,7 @@ def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
 
 
 def overlap(g: GpuEvents) -> Overlap:
-    comm, comp = (union(g.ts[m], g.ts[m] + g.dur[m]) for m in (g.of_kind(COMMUNICATION), g.of_kind(COMPUTATION)))
+    comm, comp = (union(*g.spans(g.of_kind(kind))) for kind in (COMMUNICATION, COMPUTATION))
     total = length(*comm)
     if total == 0:
         return Overlap(0.0, 0.0, 0.0, None, "no communication kernels in this trace: nothing to overlap")

@@ -99,9 +99,10 @@ def containing_top(starts: np.ndarray, ends: np.ndarray, queries: np.ndarray) ->
     -1: :func:`outermost` with its events already picked."""
     if len(starts) == 0:
         return np.full(len(queries), -1, dtype=np.int64)
-    pos = np.searchsorted(starts, queries, side="right") - 1
-    ok = (pos >= 0) & (queries <= ends[np.maximum(pos, 0)])
-    return np.where(ok, pos, -1)
+    pos = np.searchsorted(starts, queries, side="right")
+    pos -= 1
+    pos[(pos < 0) | ~(queries <= ends[np.maximum(pos, 0)])] = -1
+    return pos
 
 
 def enclosing(starts: np.ndarray, ends: np.ndarray, t: float) -> np.ndarray:

@@ -63,6 +63,13 @@ class GpuEvents:
         """ts + dur, computed when asked rather than held (10 MB a million events)."""
         return self.ts + self.dur
 
+    def spans(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) of the events in ``mask``: ``end[mask]`` without a whole ``end`` first."""
+        starts = self.ts[mask]
+        ends = self.dur[mask]
+        ends += starts  # dur + ts: the same sum as ts + dur
+        return starts, ends
+
     def of_kind(self, kind: str) -> np.ndarray:
         return self.kind == KINDS.index(kind)
 
