@@ -17,11 +17,14 @@ import pytest
 
 from bridge_plugins.analysis import summarize
 from bridge_plugins.analysis.analyzers import kernel_breakdown
+from bridge_plugins.analysis.analyzers.threads import columns, covered, overlapping, top_level
 from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import summarize_trace
 from bridge_plugins.analysis.trace import collect, gpu_breakdown
 from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
-from bridge_plugins.analysis.trace.gpu_events import joined
+from bridge_plugins.analysis.trace.gpu_events import joined, union
+from bridge_plugins.analysis.trace.nesting import blocks_in_nesting_order
+from bridge_plugins.analysis.trace.ops import _thread_sums, _thread_sums_by_block
 from bridge_plugins.analysis.trace.reader import read_trace
 from bridge_plugins.analysis.trace.spill import Spill, ThreadColumns
 from tests.analysis.test_fixtures import FIXTURES
@@ -82,3 +85,62 @@ def test_passes_by_block_give_the_same_figures_without_reading_a_column_whole(pa
     monkeypatch.setattr(Spill, "blocks", counted)
     assert dumps(summarize_trace(path)) == whole
     assert max(blocks) > 100  # the big columns went over in many blocks
+
+
+def _random_thread(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ts, dur) of a thread's events in nesting order: nested, siblings, partial overlaps, ties,
+    and one event open across most of the thread now and then."""
+    ts = np.sort(rng.integers(0, 4 * n, n).astype(float) + rng.choice([0.0, 0.25], n))
+    dur = rng.choice([0.0, 1.0, 3.0, 7.5, 40.0, 4.0 * n], n, p=[0.1, 0.3, 0.3, 0.2, 0.09, 0.01])
+    order = np.lexsort((-dur, ts))
+    return ts[order], dur[order]
+
+
+def test_thread_passes_by_block_match_the_whole_thread():
+    """Random threads cut into random blocks: the same sums, tops, union and window as read whole."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 300))
+        ts, dur = _random_thread(rng, n)
+        ids = rng.integers(0, 5, n).astype(np.int32)
+        shuffled = n > 1 and rng.random() < 0.3  # out of nesting order: read whole and sorted instead
+        if shuffled:
+            i, j = rng.choice(n, 2, replace=False)
+            ts[[i, j]], dur[[i, j]] = ts[[j, i]], dur[[j, i]]
+        table = ThreadColumns()
+        tail = table.tail(("p", "t"))
+        for i in range(n):
+            for column, value in zip(tail, (ts[i], dur[i], ids[i]), strict=True):
+                column.append(value)
+            if rng.random() < 0.1:
+                table.spill(("p", "t"))
+        if not shuffled:
+            whole = _thread_sums(5, ts, dur, ids)
+            by_block = _thread_sums_by_block(5, table.blocks(("p", "t")))
+            assert [a.tobytes() for a in by_block] == [a.tobytes() for a in whole]
+        starts, ends, names = columns((ts, dur, ids))
+        top = np.ones(n, dtype=bool)  # outermost's: starts at or after every earlier end
+        top[1:] = starts[1:] >= np.maximum.accumulate(ends)[:-1]
+        assert [a.tolist() for a in top_level(table, ("p", "t"))] == [
+            starts[top].tolist(),
+            ends[top].tolist(),
+            names[top].tolist(),
+        ]
+        assert [a.tolist() for a in covered(table, ("p", "t"))] == [a.tolist() for a in union(starts, ends)]
+        lo, hi = sorted(rng.uniform(0, 4 * n, 2).tolist())
+        m = (ends > lo) & (starts < hi)
+        assert [a.tolist() for a in overlapping(table, ("p", "t"), lo, hi)] == [
+            starts[m].tolist(),
+            ends[m].tolist(),
+            names[m].tolist(),
+        ]
+
+
+def test_nesting_order_is_checked_across_blocks():
+    def block(ts: list[float], dur: list[float]) -> list[np.ndarray]:
+        return [np.array(ts), np.array(dur)]
+
+    assert blocks_in_nesting_order([block([0, 10], [20, 1]), block([], []), block([12], [1])])
+    assert not blocks_in_nesting_order([block([0, 10], [20, 1]), block([5], [1])])  # before the last one's start
+    assert not blocks_in_nesting_order([block([0], [1]), block([0], [2])])  # a tie: the longer one comes first
+    assert not blocks_in_nesting_order([block([0], [1]), block([-np.inf], [np.inf])])  # an end that is NaN

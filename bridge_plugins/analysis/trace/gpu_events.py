@@ -116,13 +116,13 @@ def joined(d: Collected, keep: np.ndarray, types: list[str]) -> tuple[GpuEvents,
 def _take(cols: dict[str, array], field: str, dtype: DTypeLike, index: np.ndarray) -> np.ndarray:
     """The kept events' values of one collector column, in ``index`` order; the column goes."""
     column = cols.pop(field)
-    out = np.frombuffer(column, dtype=dtype)[index] if len(column) else np.zeros(0, dtype=dtype)
-    return out
+    return np.frombuffer(column, dtype=dtype)[index] if len(column) else np.zeros(0, dtype=dtype)
 
 
 def _launches(d: Collected, corr: np.ndarray) -> tuple[np.ndarray, CpuCalls]:
-    """Per correlation, the index of its first CPU call among the calls that launched one, and those
-    calls: two passes over the calls a block at a time, never all of them whole."""
+    """For each GPU event's correlation, the index of the first CPU call with it (-1: none) among
+    the calls so found, and those calls: two passes over the calls a block at a time, never all of
+    them whole (the first block that has a correlation holds its first call)."""
     first = np.full(len(corr), -1, dtype=np.int64)  # index among every call
     at = 0
     for (keys,) in d.cpu_call_blocks((0,)):

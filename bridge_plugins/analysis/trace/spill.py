@@ -94,8 +94,9 @@ def columns(tail: tuple[array, ...], spill: Spill | None, which: tuple[int, ...]
 def blocks(
     tail: tuple[array, ...], spill: Spill | None, which: tuple[int, ...] | None = None
 ) -> Iterator[list[np.ndarray]]:
-    """The columns of a group (all, or those at ``which``) a block of at most ``SPILL_AT`` or so
-    elements at a time, in order: how a pass over millions of events keeps its memory flat."""
+    """The columns of a group (all, or those at ``which``) a block at a time, in order (a block: what
+    one write took, ``SPILL_AT`` elements or a little more): how a pass over millions of events keeps
+    its memory flat."""
     if spill is not None:
         yield from spill.blocks(tail, which)
     else:
