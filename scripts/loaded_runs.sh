@@ -5,7 +5,11 @@
 # Extra load is ours alone: started here, stopped here by PID (also on Ctrl-C).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-runs=${1:-3}
+runs=${1-3}
+if ! [[ "$runs" =~ ^[1-9][0-9]{0,2}$ ]]; then
+  echo "usage: scripts/loaded_runs.sh [N]: N, the number of runs, is a whole number from 1 to 999 (got '$runs')" >&2
+  exit 2
+fi
 log_dir=${LOADED_RUNS_LOGS:-$(mktemp -d /tmp/loaded-runs.XXXXXX)}
 mkdir -p "$log_dir"
 load_pids=()
