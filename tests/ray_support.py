@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import time
@@ -129,5 +130,10 @@ def stop(ray: RayOnSlurm, timeout: float = 60.0) -> list[int]:
     for pid in left:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    # the head's client-server logs (each session a driver asked for) outlive the cluster, next to
+    # its Slurm logs: what a failed connection's server side said
+    for log in (ray.temp_dir / "head" / "session_latest" / "logs").glob("*ray_client_server*"):
+        with contextlib.suppress(OSError):
+            shutil.copy(log, ray.logs / log.name)
     subprocess.run(["rm", "-rf", str(ray.temp_dir)], check=False)
     return left

@@ -54,6 +54,18 @@ def cli(*args, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedP
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=environ)
 
 
+def without_retries(stderr: str) -> str:
+    """``stderr`` less the lines of a connection asked for again (``ray_map._connect``: a busy head
+    may fail to start a session, as the suite under load once saw), of which there are at most
+    ``CONNECT_TRIES - 1``."""
+    from bridge_plugins.analysis.ray_map import CONNECT_TRIES, RETRY_PREFIX
+
+    lines = stderr.splitlines(keepends=True)
+    kept = [line for line in lines if not line.startswith(RETRY_PREFIX)]
+    assert len(lines) - len(kept) < CONNECT_TRIES, stderr
+    return "".join(kept)
+
+
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory) -> list[Path]:
     """16 traces of a many-rank job: the GPU fixtures and copies of them, one truncated, one not JSON."""
@@ -74,11 +86,11 @@ def test_summary_on_ray_prints_what_a_local_run_prints(ray_cluster, traces, tmp_
     on_ray = cli("summary", "--json", *traces, "--ray", ray_cluster.address, env=ray_env)
     assert on_ray.returncode == 0, on_ray.stderr
     assert on_ray.stdout == local.stdout
-    assert on_ray.stderr == local.stderr  # the two broken traces, skipped with the same line
+    assert without_retries(on_ray.stderr) == local.stderr  # the two broken traces, skipped with the same line
     # RAY_ADDRESS alone means Ray too; the terminal tables as well
     local = cli("summary", *traces[:6], "--jobs", "1")
     on_ray = cli("summary", *traces[:6], env={"RAY_ADDRESS": ray_cluster.address, **ray_env})
-    assert (on_ray.returncode, on_ray.stdout, on_ray.stderr) == (0, local.stdout, local.stderr)
+    assert (on_ray.returncode, on_ray.stdout, without_retries(on_ray.stderr)) == (0, local.stdout, local.stderr)
 
 
 WHERE = """
@@ -151,4 +163,6 @@ def test_a_worker_killed_mid_read_is_retried(ray_cluster, tmp_path):
     out, err = proc.communicate(timeout=600)
     assert killed is not None, f"no worker was seen reading a trace; summary ended with {proc.returncode}: {err}"
     assert proc.returncode == 0, err
-    assert out == local.stdout and err == local.stderr == ""  # every file read, the killed one by a retry
+    assert (
+        out == local.stdout and without_retries(err) == local.stderr == ""
+    )  # every file read, the killed one by a retry
