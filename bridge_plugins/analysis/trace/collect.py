@@ -29,6 +29,7 @@ MAX_NAMES = 100_000
 MAX_THREADS = 10_000
 MAX_STEPS = 100_000
 _OTHER_THREAD = ("(other threads)", "(other threads)")
+_UNSEEN = object()  # a pid, tid or category no event has
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
 _GPU_CATS = {"kernel": GPU_KERNEL, "Kernel": GPU_KERNEL, "gpu_memcpy": GPU_MEMCPY, "Memcpy": GPU_MEMCPY}
 _GPU_CATS.update({"gpu_memset": GPU_MEMSET, "Memset": GPU_MEMSET})
@@ -245,6 +246,15 @@ class Collector:
         tables = {"cpu_op": d.ops, "python_function": d.py, "user_annotation": d.annotations}
         ops: dict[tuple, tuple[list, list, list]] = {}  # (cat, pid, tid) -> its table's lists for the thread
         by_thread: dict[tuple[str, int], tuple[list, list, list]] = {}  # (cat, thread) -> those lists
+        # Consecutive events mostly come from one thread: the last (pid, tid) and its index, and the
+        # last table event's (cat, pid, tid) and its lists' appends, are reused without a lookup.
+        last_pid: object = _UNSEEN
+        last_tid: object = _UNSEEN
+        last_thread = -1
+        op_cat: object = _UNSEEN
+        op_pid: object = _UNSEEN
+        op_tid: object = _UNSEEN
+        add_ts = add_dur = add_id = gpu_ts.append  # rebound before first use (op_cat is _UNSEEN)
         for e in records:
             if e.__class__ is not Event:
                 continue
@@ -253,7 +263,6 @@ class Collector:
                 continue
             name, args = e.name, e.args
             corr = args.correlation
-            thread = -1
             if corr >= 0:
                 if corr >= _INT64_LIMIT:
                     continue  # no launch has such an id, and it would not fit the arrays
@@ -274,37 +283,44 @@ class Collector:
                     continue
                 if name in _GPU_SYNC_NAMES:
                     continue
-                key = (e.pid, e.tid)
-                known = threads_get(key)
-                thread = self._thread(key) if known is None else known
+                pid, tid = e.pid, e.tid
+                if tid != last_tid or pid != last_pid:
+                    key = (pid, tid)
+                    known = threads_get(key)
+                    last_thread = self._thread(key) if known is None else known
+                    last_pid, last_tid = pid, tid
                 i = ids_get(name)
                 cpu_corr_name.append(self._id(name, False) if i is None else i)
                 cpu_corr.append(corr)
                 cpu_corr_ts.append(ts)
                 cpu_corr_dur.append(dur)
-                cpu_corr_thread.append(thread)
+                cpu_corr_thread.append(last_thread)
             if "ProfilerStep" in name:
                 self._profiler_step(name, cat == "user_annotation", ts, dur)
-            if cat in tables:
-                lists = ops.get((cat, e.pid, e.tid))
+            if e.tid == op_tid and cat == op_cat and e.pid == op_pid:
+                pass  # the same thread's lists as the last table event
+            elif cat in tables:
+                op_cat, op_pid, op_tid = cat, e.pid, e.tid
+                lists = ops.get((cat, op_pid, op_tid))
                 if lists is None:
-                    lists = self._table_lists(cat, e, thread, by_thread)
-                    ops[cat, e.pid, e.tid] = lists
-                lists[0].append(ts)
-                lists[1].append(dur)
-                i = ids_get(name)
-                lists[2].append(self._id(name, False) if i is None else i)
+                    lists = ops[cat, op_pid, op_tid] = self._table_lists(cat, op_pid, op_tid, by_thread)
+                add_ts, add_dur, add_id = lists[0].append, lists[1].append, lists[2].append
+            else:
+                continue
+            add_ts(ts)
+            add_dur(dur)
+            i = ids_get(name)
+            add_id(self._id(name, False) if i is None else i)
         self._flush(gpu, mem, cpu, tables, by_thread)
 
     def _table_lists(
-        self, cat: str, e: Event, thread: int, by_thread: dict[tuple[str, int], tuple[list, list, list]]
+        self, cat: str, pid: Hashable, tid: Hashable, by_thread: dict[tuple[str, int], tuple[list, list, list]]
     ) -> tuple[list, list, list]:
-        """This chunk's (ts, dur, name id) lists for ``cat`` on ``e``'s thread (registered here
-        when first seen; threads past MAX_THREADS share one entry, and so share the lists)."""
-        if thread < 0:
-            key = (e.pid, e.tid)
-            known = self._threads.get(key)
-            thread = self._thread(key) if known is None else known
+        """This chunk's (ts, dur, name id) lists for ``cat`` on thread (``pid``, ``tid``) (registered
+        here when first seen; threads past MAX_THREADS share one entry, and so share the lists)."""
+        key = (pid, tid)
+        known = self._threads.get(key)
+        thread = self._thread(key) if known is None else known
         lists = by_thread.get((cat, thread))
         if lists is None:
             lists = by_thread[cat, thread] = ([], [], [])
