@@ -28,6 +28,7 @@ from pathlib import Path
 from benchmarks.analysis_scale import build
 
 TRACES = 16
+RAY = "--ray (2 nodes)"
 
 
 def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, bytes]:
@@ -49,8 +50,14 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--ray-on-slurm", action="store_true", help="also time --ray on a 2-node Ray cluster on Slurm")
     args = p.parse_args()
-    jobs = sorted(set(args.jobs) | {1})
     print(f"# python -m benchmarks.analysis_parallel {' '.join(sys.argv[1:])}")
+    measure(args.mb, args.jobs, args.rounds, args.ray_on_slurm)
+
+
+def measure(mb: float, jobs_values: list[int], rounds: int, ray_on_slurm: bool) -> dict[str, float]:
+    """Run the comparison (see the module doc), print its table, and return each variant's
+    speed-up over --jobs 1 (the median of the per-round ratios), by variant name."""
+    jobs = sorted(set(jobs_values) | {1})
     print(
         f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
         f"{len(os.sched_getaffinity(0))} usable CPUs, load average {os.getloadavg()[0]:.1f} at the start "
@@ -58,7 +65,7 @@ def main() -> None:
     )
     work = Path(tempfile.mkdtemp(prefix="parallel_"))
     first = work / "rank0.json"
-    size = build(first, args.mb)
+    size = build(first, mb)
     files = [first]
     for r in range(1, TRACES):
         os.link(first, work / f"rank{r}.json")
@@ -66,7 +73,7 @@ def main() -> None:
     print(f"{TRACES} traces of {size / 1e6:.1f} MB (JSON) each, {TRACES * size / 1e9:.2f} GB in all")
     variants: dict[str, tuple[list[str], dict[str, str]]] = {f"--jobs {n}": (["--jobs", str(n)], {}) for n in jobs}
     cluster = None
-    if args.ray_on_slurm:
+    if ray_on_slurm:
         from tests import ray_support
 
         t0 = time.perf_counter()
@@ -74,11 +81,11 @@ def main() -> None:
         print(
             f"Ray cluster of 2 nodes up in {time.perf_counter() - t0:.0f} s at {cluster.address} (NeMo Run RayCluster, Slurm)"
         )
-        variants["--ray (2 nodes)"] = (["--ray", cluster.address], ray_support.auth_env(cluster.temp_dir))
+        variants[RAY] = (["--ray", cluster.address], ray_support.auth_env(cluster.temp_dir))
     walls: dict[str, list[float]] = {k: [] for k in variants}
     outputs: dict[str, bytes] = {}
     try:
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             for name, (flags, env) in variants.items():
                 wall, out = timed(["summary", "--json", *map(str, files), *flags], env)
                 walls[name].append(wall)
@@ -95,10 +102,11 @@ def main() -> None:
         "every variant back to back, so a round's ratio sees the same machine load)"
     )
     print(f"{'variant':<16} {'median s':>9}  {'rounds (s)':<40} {'of medians':>10} {'per round':>9} {'goal':>5}")
+    speedups = {}
     for name, ws in walls.items():
         n = int(name.split()[1]) if name.startswith("--jobs") else None
         goal = f"{0.7 * min(n, TRACES):.2f}" if n else "-"
-        paired = statistics.median(a / b for a, b in zip(walls["--jobs 1"], ws, strict=True))
+        speedups[name] = paired = statistics.median(a / b for a, b in zip(walls["--jobs 1"], ws, strict=True))
         print(
             f"{name:<16} {statistics.median(ws):>9.2f}  {' '.join(f'{w:.1f}' for w in ws):<40} "
             f"{base / statistics.median(ws):>10.2f} {paired:>9.2f} {goal:>5}"
@@ -106,6 +114,7 @@ def main() -> None:
     print("every variant printed the same bytes as --jobs 1 in every round")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     shutil.rmtree(work, ignore_errors=True)
+    return speedups
 
 
 if __name__ == "__main__":
