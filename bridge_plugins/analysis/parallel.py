@@ -2,7 +2,8 @@
 
 Reading one trace is a single core's work, and a job leaves one per rank. ``Workers.map`` runs
 the per-trace unit in parallel (a local process pool, biggest files first, or one Ray task per
-trace on an existing cluster that sees the same files) and returns the results in input order,
+trace on an existing cluster that sees the same files; a single trace is split over the local
+processes instead: ``trace_jobs``, trace/split.py) and returns the results in input order,
 so what is built from them is byte-identical to ``jobs=1``. A trace that cannot be read, or whose
 worker keeps dying, comes back as its one-line error (a skipped file), not the end of the run.
 Running on Ray (shared files, the shipped package): docs/scale.md.
@@ -15,13 +16,14 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-if TYPE_CHECKING:  # the pool's modules are imported when a pool runs: one trace never pays for them
-    from concurrent.futures import Future
-    from multiprocessing.context import BaseContext
+if TYPE_CHECKING:  # the pool's modules are imported when a pool runs
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 RAY_TASK_RETRIES = 3
 """How often Ray reruns a trace whose worker process died (Ray's ``max_retries``)."""
@@ -30,6 +32,13 @@ POOL_RESTARTS = 2
 WORKER_DIED = "the process reading it died ({why}); retried {n} times"
 PerTrace = Callable[[Path], object]
 """The per-trace unit that ``Workers.map`` runs on each path."""
+_TRACE_JOBS: ContextVar[int] = ContextVar("trace_jobs", default=1)
+
+
+def trace_jobs() -> int:
+    """The processes the per-trace unit may use for its one trace: ``--jobs`` when a local run reads
+    a single trace (trace/split.py), else 1 (one process per trace, or a Ray task)."""
+    return _TRACE_JOBS.get()
 
 
 class ClusterUnavailable(Exception):
@@ -113,7 +122,7 @@ class Workers:
 
                 outcomes = ray_map(fn, paths, catch, self.ray_address)
             elif self.jobs <= 1 or len(paths) <= 1:
-                outcomes = _serial(fn, paths, catch)
+                outcomes = _serial(fn, paths, catch, self.jobs if len(paths) == 1 else 1)
             else:
                 outcomes = _pool(fn, paths, sizes, catch, min(self.jobs, len(paths)))
             for i, outcome in outcomes:
@@ -139,9 +148,56 @@ def call(fn: Callable[[Path], object], path: Path, catch: type[Exception]) -> Do
         return Done(path, error=str(e))
 
 
-def _serial(fn: PerTrace, paths: Sequence[Path], catch: type[Exception]) -> Iterator[tuple[int, Done]]:
+def _serial(fn: PerTrace, paths: Sequence[Path], catch: type[Exception], jobs: int = 1) -> Iterator[tuple[int, Done]]:
     for i, p in enumerate(paths):
-        yield i, call(fn, p, catch)
+        token = _TRACE_JOBS.set(jobs)
+        try:
+            done = call(fn, p, catch)
+        finally:
+            _TRACE_JOBS.reset(token)
+        yield i, done
+
+
+def start_pool(jobs: int) -> ProcessPoolExecutor:
+    """A pool of ``jobs`` processes, started now. Forked (on Linux) while the caller has one thread,
+    so they start without re-importing anything; they never see SIGINT: a Ctrl-C is the caller's to
+    handle (it would otherwise kill them one by one), who calls :func:`terminate` on the way out."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    try:
+        # Blocked while the workers are forked (on the first submit): they inherit it blocked, and
+        # a Ctrl-C meanwhile waits for this process, which gets it on unblocking, still in here.
+        with _sigint_blocked():
+            pool.submit(int)
+    except BaseException:
+        terminate(pool)
+        raise
+    return pool
+
+
+@contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool``'s processes now (an exception or Ctrl-C in the caller), and its threads."""
+    manager = getattr(pool, "_executor_manager_thread", None)
+    for process in list(getattr(pool, "_processes", {}).values()):  # Python 3.14 has terminate_workers()
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    # Its manager thread, seeing the workers gone, closes the pool's wake-up pipe; at exit Python
+    # writes to that pipe without the lock the thread holds, and a thread still closing it then
+    # makes "Exception ignored ... Bad file descriptor" (3.11). Let it finish first.
+    if manager is not None:
+        manager.join(timeout=10)
 
 
 def _pool(
@@ -150,17 +206,13 @@ def _pool(
     """A pool of ``jobs`` processes. When one dies (SIGKILL, the OOM killer), the pool is broken and
     every file it had not finished fails with it; those files are then read again one per fresh
     process, so only the file that kills its reader is skipped, after POOL_RESTARTS tries."""
-    import multiprocessing
-
-    # fork: the driver is single-threaded here, and the workers start without re-importing anything
-    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     failed: list[int] = []
     order = sorted(range(len(paths)), key=lambda i: -sizes[i])  # biggest first
-    yield from _run(fn, paths, catch, order, jobs, context, failed)
+    yield from _run(fn, paths, catch, order, jobs, failed)
     for i in failed:
         for _ in range(POOL_RESTARTS):
             again: list[int] = []
-            yield from _run(fn, paths, catch, [i], 1, context, again)
+            yield from _run(fn, paths, catch, [i], 1, again)
             if not again:
                 break
         else:
@@ -178,26 +230,17 @@ def _run(
     catch: type[Exception],
     order: list[int],
     jobs: int,
-    context: BaseContext,
     failed: list[int],
 ) -> Iterator[tuple[int, Done]]:
     """Read ``order`` in a pool of ``jobs``; the files lost to a broken pool go to ``failed``.
-
-    Ctrl-C is the driver's to handle: the workers never see SIGINT (a Ctrl-C would otherwise kill
-    them one by one and the pool would read their files again), and on KeyboardInterrupt the
-    driver terminates them before passing it on."""
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    On KeyboardInterrupt (or any exception) the workers are terminated before it is passed on."""
+    from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(order)), mp_context=context)
+    pool = start_pool(min(jobs, len(order)))
     try:
-        # Blocked while the workers are forked (on the first submit): they inherit it blocked, so
-        # never see it, and a Ctrl-C meanwhile waits for the driver, which gets it on unblocking.
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
+        with _sigint_blocked():  # spawn (not Linux) starts workers as the queue grows
             futures: dict[Future, int] = {pool.submit(call, fn, paths[i], catch): i for i in order}
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -209,14 +252,6 @@ def _run(
                     continue
                 yield futures[f], outcome
     except BaseException:
-        manager = getattr(pool, "_executor_manager_thread", None)
-        for process in list(getattr(pool, "_processes", {}).values()):  # Python 3.14 has terminate_workers()
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        # Its manager thread, seeing the workers gone, closes the pool's wake-up pipe; at exit Python
-        # writes to that pipe without the lock the thread holds, and a thread still closing it then
-        # makes "Exception ignored ... Bad file descriptor" (3.11). Let it finish first.
-        if manager is not None:
-            manager.join(timeout=10)
+        terminate(pool)
         raise
     pool.shutdown(wait=True)

@@ -14,13 +14,13 @@ from typing import cast
 
 from bridge_plugins.analysis.analyzers.all import analyze
 from bridge_plugins.analysis.findings.run import rank_findings
-from bridge_plugins.analysis.parallel import Workers
+from bridge_plugins.analysis.parallel import Workers, trace_jobs
 from bridge_plugins.analysis.schema import Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
-from bridge_plugins.analysis.trace.collect import Collector, Record
 from bridge_plugins.analysis.trace.gpu_events import joined
 from bridge_plugins.analysis.trace.per_step import per_step
-from bridge_plugins.analysis.trace.reader import TraceError, read_trace
+from bridge_plugins.analysis.trace.reader import TraceError
+from bridge_plugins.analysis.trace.split import collect_trace
 from bridge_plugins.analysis.trace.steps import step_stats
 from bridge_plugins.analysis.trace.stragglers import cross_rank
 from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs, rank_from_name
@@ -41,9 +41,7 @@ def _rank(header: dict, path: Path) -> tuple[int | None, str, int | None]:
 
 def summarize_trace(path: Path) -> TraceAsRead:
     """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
-    c = Collector()
-    read_trace(path, c.on_header, c.on_event, Record, c.on_records)
-    d = c.data
+    d = collect_trace(path, trace_jobs())
     d.spill_rest()
     rank, source, world = _rank(d.header, path)
     types = gpu_breakdown.kernel_types(d)

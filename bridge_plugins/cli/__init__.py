@@ -48,8 +48,8 @@ def add_workers(parser: argparse.ArgumentParser) -> None:
         "--jobs",
         type=int,
         metavar="N",
-        help=f"read N traces at a time in parallel processes (default: the CPUs this process may use, here "
-        f"{usable_cpus()}); the output is the same for every N",
+        help=f"read N traces at a time in parallel processes, or a single trace split over N (default: the CPUs "
+        f"this process may use, here {usable_cpus()}); the output is the same for every N",
     )
     group.add_argument(
         "--ray",

@@ -17,12 +17,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge_plugins.analysis import summarize
 from bridge_plugins.analysis.analyzers import kernel_breakdown
 from bridge_plugins.analysis.analyzers.threads import columns, covered, overlapping, top_level
 from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import summarize_trace
-from bridge_plugins.analysis.trace import collect, gpu_breakdown
+from bridge_plugins.analysis.trace import collect, gpu_breakdown, split
 from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
 from bridge_plugins.analysis.trace.gpu_events import joined, sorted_distinct, union
 from bridge_plugins.analysis.trace.nesting import blocks_in_nesting_order
@@ -61,14 +60,14 @@ def test_passes_by_block_give_the_same_figures_without_reading_a_column_whole(pa
     whole = dumps(summarize_trace(path))
     monkeypatch.setattr(collect, "SPILL_AT", 7)
     monkeypatch.setattr(kernel_breakdown, "_CHUNK", 7)  # the by-type sweep in chunks too
-    read = summarize.read_trace
+    read = split.read_trace
 
     def in_small_chunks(path, on_header, on_event, record, on_records):  # as a big file's chunks arrive
         return read(
             path, on_header, on_event, record, lambda r: [on_records(r[i : i + 7]) for i in range(0, len(r), 7)]
         )
 
-    monkeypatch.setattr(summarize, "read_trace", in_small_chunks)
+    monkeypatch.setattr(split, "read_trace", in_small_chunks)
 
     def refused(*args, **kwargs):
         raise AssertionError("a whole column read")

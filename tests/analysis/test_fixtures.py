@@ -161,8 +161,8 @@ def test_report_with_a_baseline_reads_each_file_once(monkeypatch):
     memory_mod = importlib.import_module("bridge_plugins.analysis.memory.snapshot")
 
     reads = []
-    real_trace, real_snapshot = summarize_mod.read_trace, memory_mod.load_snapshot
-    monkeypatch.setattr(summarize_mod, "read_trace", lambda p, *a: reads.append(Path(p).name) or real_trace(p, *a))
+    real_trace, real_snapshot = summarize_mod.collect_trace, memory_mod.load_snapshot
+    monkeypatch.setattr(summarize_mod, "collect_trace", lambda p, *a: reads.append(Path(p).name) or real_trace(p, *a))
     monkeypatch.setattr(memory_mod, "load_snapshot", lambda p: reads.append(Path(p).name) or real_snapshot(p))
     snapshots = Path(__file__).resolve().parents[1] / "fixtures"
     html, skipped = build(

@@ -47,7 +47,11 @@ def collected(path: Path, fast: bool):
         read_trace(path, c.on_header, c.on_event, Record, c.on_records)
     else:
         _read_streaming(path, c.on_header, c.on_event)
-    d = c.data
+    return dump(c.data)
+
+
+def dump(d: collect.Collected) -> dict:
+    """Everything in ``d``, comparable with ==."""
     tables = ("ops", "py", "annotations")  # per-thread columns, read whole (spilled parts included)
     per_thread = {t: {k: [a.tolist() for a in cols] for k, cols in getattr(d, t).items()} for t in tables}
     cpu = [a.tolist() for a in d.cpu_calls()]

@@ -149,15 +149,15 @@ def test_flags(inputs):
     assert r.stdout.strip() == "False", r.stderr
 
 
-def _summary_interrupted(tmp_path: Path, prelude: str = "") -> tuple[subprocess.Popen, list[int]]:
-    """``summary --jobs 2`` over 4 big traces, Ctrl-C'd (SIGINT to its process group, as a terminal
-    sends it) once both workers run; ``prelude`` is Python run before the CLI. The process and
-    its workers' pids."""
+def _summary_interrupted(tmp_path: Path, prelude: str = "", files: int = 4) -> tuple[subprocess.Popen, list[int]]:
+    """``summary --jobs 2`` over ``files`` big traces (one: split over the workers), Ctrl-C'd
+    (SIGINT to its process group, as a terminal sends it) once both workers run; ``prelude`` is
+    Python run before the CLI. The process and its workers' pids."""
     from benchmarks.analysis_scale import build
 
     big = build(tmp_path / "r0.json", 30)
     assert big > 0
-    for i in range(1, 4):
+    for i in range(1, files):
         os.link(tmp_path / "r0.json", tmp_path / f"r{i}.json")
     environ = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     code = prelude + "import sys\nfrom bridge_plugins.cli import main\nsys.exit(main(sys.argv[1:]))\n"
@@ -177,9 +177,10 @@ def _summary_interrupted(tmp_path: Path, prelude: str = "") -> tuple[subprocess.
     return proc, children
 
 
-def test_ctrl_c_stops_the_workers_too(tmp_path):
+@pytest.mark.parametrize("files", [4, 1])
+def test_ctrl_c_stops_the_workers_too(tmp_path, files):
     """Ctrl-C mid-run: exit 130, no worker process left, nothing on stderr."""
-    proc, children = _summary_interrupted(tmp_path)
+    proc, children = _summary_interrupted(tmp_path, files=files)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (130, "")
     for pid in children:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import os
@@ -9,10 +10,14 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from bridge_plugins.analysis.report.html import build
 from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.text.job import report, steps_line
+from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.jobdir.scan import find_artifacts
+from tests.analysis.hostile_inputs import JOB2
 from tests.analysis.test_bad_input import GOOD, assert_clean_error, cli
 from tests.analysis.test_fixtures import J128
 
@@ -104,3 +109,26 @@ def test_every_window_of_a_rank_is_kept(tmp_path):
     assert steps_line({0: [[10, 11, 12, 13, 14]], 1: [[10, 11, 12, 13, 14]]}) == (
         "Steps captured per rank: rank 0: 10-14, rank 1: 10-14"
     )
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("cut", [False, True], ids=["whole", "cut"])
+def test_the_gzip_reader_is_closed_when_the_read_ends(tmp_path, jobs, cut, monkeypatch):
+    """ISA-L's reader runs a thread; left to the garbage collector (an exception's traceback can
+    keep it in a cycle), its close() joined that thread from inside another thread's start, and
+    `report` hung there (threading's shutdown lock is not reentrant). It is closed when read."""
+    from isal.igzip_threaded import _ThreadedGzipReader
+
+    from bridge_plugins.analysis.trace import split
+    from bridge_plugins.analysis.trace.split import collect_trace
+
+    monkeypatch.setattr(split, "MIN_SPLIT_BYTES", 0)  # jobs=2 splits this small file too
+    data = JOB2.read_bytes()
+    path = tmp_path / "r.json.gz"
+    path.write_bytes(data[: len(data) // 2] if cut else data)
+    try:
+        collect_trace(path, jobs)
+    except TraceError as e:
+        assert cut and "truncated gzip" in str(e)
+    left_open = [o for o in gc.get_objects() if isinstance(o, _ThreadedGzipReader) and not o.closed]
+    assert left_open == []

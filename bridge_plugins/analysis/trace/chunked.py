@@ -13,6 +13,7 @@ import gzip
 import os
 import re
 from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from types import GenericAlias
 from typing import Any, BinaryIO, Protocol, cast
 
@@ -53,18 +54,26 @@ class NotFast(Exception):
     """This reader cannot place the header; the streaming reader can (and gives the right message)."""
 
 
-def open_stream(raw: BinaryIO, gzipped: bool) -> ByteStream:
+@contextmanager
+def open_stream(raw: BinaryIO, gzipped: bool) -> Iterator[ByteStream]:
     """``raw`` (a binary file), decompressed if ``gzipped`` (the file name says so): by ISA-L in a
-    second thread, which overlaps decompressing the next MB with decoding this one."""
+    second thread, which overlaps decompressing the next MB with decoding this one. Closed on the
+    way out, error or not: left to the garbage collector (a traceback can hold it in a cycle),
+    ISA-L's reader joins its thread wherever the collector happens to run, once inside another
+    thread's start, where threading's shutdown lock is held and the join waits for it forever."""
     if not gzipped:
-        return cast(ByteStream, raw)  # a buffered file (open_regular), which has readinto
+        yield cast(ByteStream, raw)  # a buffered file (open_regular), which has readinto; its opener closes it
+        return
     magic = raw.read(2)
     raw.seek(0)
     if magic != GZIP_MAGIC:
         raise Unreadable(f"not a gzip file (it starts with {magic!r}, not {GZIP_MAGIC!r})")
     if igzip_threaded is None:
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    return igzip_threaded.open(raw, "rb", threads=THREADED_GZIP)
+        fh: Any = gzip.GzipFile(fileobj=raw, mode="rb")
+    else:
+        fh = igzip_threaded.open(raw, "rb", threads=THREADED_GZIP)
+    with fh:
+        yield fh
 
 
 def _blocks(fh: ByteStream) -> Iterator[bytes]:
@@ -272,6 +281,36 @@ def _decode(chunk: bytes | bytearray | memoryview, typed: msgspec.json.Decoder |
     return False, _generic.decode(chunk)
 
 
+class Truncated(Exception):
+    """The chunk ends inside a string or a nested list: its cut was not between two events."""
+
+
+def decode_chunk(
+    chunk: bytes | bytearray | memoryview, typed: msgspec.json.Decoder | None, at: int, last: bool
+) -> tuple[bool, list[Any]]:
+    """``_decode`` of one chunk (file offset ``at``), with a stray invalid UTF-8 byte replaced
+    rather than fatal. Raises Truncated (cut again: not for the last chunk) or Unreadable."""
+    try:
+        try:
+            return _decode(chunk, typed)
+        except msgspec.DecodeError as e:
+            if "utf-8" not in str(e).lower():
+                raise
+            # Names are C++ symbols and Python frames: a stray invalid byte must not cost the file.
+            return _decode(bytes(chunk).decode("utf-8", errors="replace").encode(), typed)
+    except RecursionError:
+        raise Unreadable(_too_deep()) from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        if "truncated" in str(e).lower() and not last:
+            raise Truncated from None  # the cut fell inside a string or a nested list
+        raise Unreadable(_decode_error(e, at - 1)) from None
+
+
+def typed_decoder(record_type: Any) -> msgspec.json.Decoder:
+    """The decoder of a chunk as ``list[record_type]``."""
+    return msgspec.json.Decoder(GenericAlias(list, (record_type,)))
+
+
 def read_events(
     fh: ByteStream,
     on_header: Callable[[dict], None],
@@ -282,7 +321,7 @@ def read_events(
     """Read the binary stream ``fh`` (see module doc). Raises Unreadable or NotFast."""
     typed = None
     if record_type is not None and on_records is not None:
-        typed = msgspec.json.Decoder(GenericAlias(list, (record_type,)))  # list[record_type]
+        typed = typed_decoder(record_type)
     header, rest, offset = _header(_blocks(fh))
     on_header(header)
     chunks = _chunks(rest, offset, fh)
@@ -294,20 +333,10 @@ def read_events(
             return
         extend = None
         try:
-            try:
-                typed_ok, values = _decode(chunk, typed)
-            except msgspec.DecodeError as e:
-                if "utf-8" not in str(e).lower():
-                    raise
-                # Names are C++ symbols and Python frames: a stray invalid byte must not cost the file.
-                typed_ok, values = _decode(bytes(chunk).decode("utf-8", errors="replace").encode(), typed)
-        except RecursionError:
-            raise Unreadable(_too_deep()) from None
-        except (msgspec.DecodeError, msgspec.ValidationError) as e:
-            if "truncated" in str(e).lower() and not last:
-                extend = True  # the cut fell inside a string or a nested list
-                continue
-            raise Unreadable(_decode_error(e, at - 1)) from None
+            typed_ok, values = decode_chunk(chunk, typed, at, last)
+        except Truncated:
+            extend = True
+            continue
         if typed_ok and on_records is not None:
             on_records(values)
         else:

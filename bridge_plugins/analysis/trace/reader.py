@@ -64,6 +64,9 @@ class TraceError(AnalysisInputError):
     """A file that cannot be read as a trace: ``str(e)`` is '<file>: <what is wrong>'."""
 
 
+_NAMED: tuple[type[Exception], ...] = (TraceError,) if chunked is None else (TraceError, chunked.Unreadable)
+
+
 @contextmanager
 def _open(path: Path, replace_bad_utf8: bool = False) -> Iterator[IO[bytes] | io.RawIOBase]:
     with open_regular(path) as raw:
@@ -226,19 +229,23 @@ def read_trace(
     path = Path(path)
     if record_type is None or on_records is None:
         record_type, on_records = None, None
-    try:
+    with named_errors(path):
         if chunked is not None:
             try:
-                with open_regular(path) as raw:
-                    fh = chunked.open_stream(raw, path.name.endswith(".gz"))
+                with open_regular(path) as raw, chunked.open_stream(raw, path.name.endswith(".gz")) as fh:
                     chunked.read_events(fh, on_header, on_event, record_type, on_records)
                 return
             except chunked.NotFast:
                 pass
-            except chunked.Unreadable as e:
-                raise TraceError(str(e)) from None
         _read_streaming(path, on_header, on_event)
-    except TraceError as e:
+
+
+@contextmanager
+def named_errors(path: Path) -> Iterator[None]:
+    """Every way reading ``path`` fails as one TraceError, '<file>: <what is wrong>'."""
+    try:
+        yield
+    except _NAMED as e:
         raise TraceError(f"{path}: {e}") from None
     except NotARegularFile as e:
         raise TraceError(f"{path}: {e}") from None

@@ -1,0 +1,293 @@
+"""One trace on several cores: this process cuts the file into chunks (chunked.py), worker
+processes decode and collect each chunk, and their results are merged here in file order.
+
+Why: a job often leaves one big trace to look at, and reading it is one core's work (msgspec's
+decode and the collector's loop). Why exact: the merge registers names and threads in the order a
+single pass meets them, and appends and spills each column after each chunk, as the collector
+does, so the collected data, and every figure, are byte-identical to one process's. What a part
+cannot merge exactly (where the order of a chunk's events decides: past a cap on threads or
+steps, some cases past the cap on names, a value of an unexpected type) this process reads itself,
+chunk by chunk, as one pass would; so it does every chunk after a worker dies. Only a cut that fell
+inside a string or a nested list (one pass cuts again, and the cuts after it move) makes the file
+be read again in one process (:func:`read_split` returns False). Which command uses it and when:
+docs/scale.md ("One big trace").
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from bridge_plugins.analysis.parallel import start_pool, terminate
+from bridge_plugins.analysis.trace import chunked, collect
+from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
+from bridge_plugins.analysis.trace.reader import named_errors, read_trace
+from bridge_plugins.analysis.trace.spill import Spill
+from bridge_plugins.jobdir.regular_file import open_regular
+
+if TYPE_CHECKING:  # imported when a pool runs: a one-process read never pays for them
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+MIN_SPLIT_BYTES = 2 << 20
+"""A smaller file (on disk) is read in one process: starting the workers would cost more than they save."""
+IN_FLIGHT_PER_WORKER = 3
+"""Chunks (about 1 MB each) sent ahead per worker: enough to keep it busy while this process merges."""
+_GPU = ("gpu_name", "gpu_ts", "gpu_dur", "gpu_corr", "gpu_stream", "gpu_cat")
+_TABLES = ("ops", "py", "annotations")
+_typed: Any = None  # the worker's decoder, built on its first chunk
+
+
+def collect_chunk(chunk: bytes, at: int, last: bool) -> tuple[str, Any]:
+    """The worker's unit: what :func:`part_of` makes of the chunk's records (ids local to the
+    chunk); ("here", None) when a value of an unexpected type sends the chunk to the dict path,
+    which this process takes itself, as one pass would; ("cut", None) when the chunk must be cut
+    again; ("error", one line)."""
+    global _typed
+    if _typed is None:
+        _typed = chunked.typed_decoder(Record)
+    try:
+        typed_ok, records = chunked.decode_chunk(chunk, _typed, at, last)
+    except chunked.Truncated:
+        return "cut", None
+    except chunked.Unreadable as e:
+        return "error", str(e)
+    if not typed_ok:
+        return "here", None
+    return part_of(records)
+
+
+def part_of(records: list) -> tuple[str, Collected | None]:
+    """("part", what a fresh :class:`Collector` gathers from a chunk's records), or ("here", None)
+    for a chunk past a cap on its own, or with more events than SPILL_AT (a part holds no spill
+    file: it could not cross to the reading process)."""
+    c = Collector()
+    c.on_records(records)
+    d = c.data
+    if len(d.names) >= collect.MAX_NAMES or len(d.threads) >= collect.MAX_THREADS or len(d.steps) >= collect.MAX_STEPS:
+        return "here", None
+    if d.cpu_corr_spilled is not None or d.ops.spilled or d.py.spilled or d.annotations.spilled:
+        return "here", None
+    return "part", d
+
+
+def _remap(ids: array, mapping: np.ndarray) -> bytes:
+    return mapping[np.frombuffer(ids, dtype=np.int32)].tobytes() if len(ids) else b""
+
+
+def _local_ids(columns: list[array]) -> set[int]:
+    return {int(i) for col in columns if len(col) for i in np.unique(np.frombuffer(col, dtype=np.int32))}
+
+
+def _name_maps(c: Collector, p: Collected) -> tuple[np.ndarray, np.ndarray] | None:
+    """The part's name ids as ``c``'s (for its GPU events, and for the rest), registering its new
+    names as the collector would; None (``c`` unchanged) where the order of events decides.
+
+    Past MAX_NAMES a name gets no id of its own but a shared entry: its kernel type's for a GPU
+    event, "(other operators)" for the rest, each made when first needed. Where the part would make
+    two or more of them, their ids depend on which event came first, which the part does not keep."""
+    new = [n for n in p.names if n not in c._ids]
+    past = set(new[max(collect.MAX_NAMES - len(c._ids), 0) :])
+    gpu_ids: set[int] = set()
+    cpu_ids: set[int] = set()
+    if past:
+        gpu_ids = _local_ids([p.gpu_name])
+        cpu_ids = _local_ids([p.cpu_corr_name] + [t[2] for table in _TABLES for t in getattr(p, table).tails.values()])
+        kinds: set[str | None] = {collect._kernel_type(n) for i, n in enumerate(p.names) if n in past and i in gpu_ids}
+        if any(n in past and i in cpu_ids for i, n in enumerate(p.names)):
+            kinds.add(None)
+        if len(kinds - c._shared.keys()) > 1:
+            return None
+    gpu = np.zeros(len(p.names), dtype=np.int32)
+    cpu = np.zeros(len(p.names), dtype=np.int32)
+    for i, name in enumerate(p.names):
+        known = c._ids.get(name)
+        if known is not None:
+            gpu[i] = cpu[i] = known
+        elif name not in past:  # a new name below the cap
+            gpu[i] = cpu[i] = c._id(name, False)
+        else:
+            if i in gpu_ids:
+                gpu[i] = c._id(name, True)
+            if i in cpu_ids:
+                cpu[i] = c._id(name, False)
+    return gpu, cpu
+
+
+def merge(c: Collector, p: Collected) -> bool:
+    """Add one chunk's part to ``c`` as if ``c`` had read the chunk; False (``c`` unchanged) where
+    that needs the order of the chunk's events, which the part does not keep: past the cap on
+    threads (they then share one entry, their events interleaved) or on steps, or past the cap on
+    names where the part needs two new shared entries (see :func:`_name_maps`)."""
+    d = c.data
+    new_threads = [t for t in p.threads if t not in c._threads]
+    new_steps = sum(1 for n in p.steps if n not in d.steps)
+    if len(c._threads) + len(new_threads) > collect.MAX_THREADS or len(d.steps) + new_steps > collect.MAX_STEPS:
+        return False
+    maps = _name_maps(c, p)
+    if maps is None:
+        return False
+    gpu_names, names = maps
+    for key in new_threads:
+        c._thread(key)
+    threads = np.array([c._threads[t] for t in p.threads], dtype=np.int32)
+    d.events += p.events
+    base = len(d.gpu_ts)
+    d.gpu_name.frombytes(_remap(p.gpu_name, gpu_names))
+    for field in _GPU[1:]:
+        getattr(d, field).extend(getattr(p, field))
+    d.gpu_count = len(d.gpu_ts)
+    if len(p.mem_index):
+        d.mem_index.frombytes((np.frombuffer(p.mem_index, dtype=np.int64) + base).tobytes())
+        d.mem_bytes.extend(p.mem_bytes)
+        d.mem_bw.extend(p.mem_bw)
+    if len(p.cpu_corr):
+        d.cpu_corr.extend(p.cpu_corr)
+        d.cpu_corr_ts.extend(p.cpu_corr_ts)
+        d.cpu_corr_dur.extend(p.cpu_corr_dur)
+        d.cpu_corr_name.frombytes(_remap(p.cpu_corr_name, names))
+        d.cpu_corr_thread.frombytes(_remap(p.cpu_corr_thread, threads))
+        tail = d._cpu_tail()
+        if len(tail[0]) >= collect.SPILL_AT:  # where the collector's flush spills: the same blocks
+            d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
+            d.cpu_corr_spilled.write(tail)
+    for table_name in _TABLES:
+        table, local = getattr(d, table_name), getattr(p, table_name)
+        for key, (ts, dur, ids) in local.tails.items():
+            arrays = table.tail(key)
+            arrays[0].extend(ts)
+            arrays[1].extend(dur)
+            arrays[2].frombytes(_remap(ids, names))
+            if len(arrays[0]) >= collect.SPILL_AT:
+                table.spill(key)
+    _merge_steps(d, p)
+    return True
+
+
+def _merge_steps(d: Collected, p: Collected) -> None:
+    """The ProfilerStep figures, by the collector's rules (``_profiler_step``) applied to the part's."""
+    for name in p.profiler_step_names:
+        if len(d.profiler_step_names) < 2:  # only whether there are two matters
+            d.profiler_step_names.add(name)
+    end = p.last_profiler_step_end
+    if end is not None and (d.last_profiler_step_end is None or end > d.last_profiler_step_end):
+        d.last_profiler_step_end = end
+    for n, dur in p.steps.items():  # in the order the part first kept each step
+        if (len(d.steps) < collect.MAX_STEPS or n in d.steps) and dur >= d.steps.get(n, 0.0):
+            d.steps[n], d.step_ts[n] = dur, p.step_ts[n]
+
+
+class _Split:
+    """The chunks sent to the workers and not yet merged, in file order, and how each is settled."""
+
+    def __init__(self, c: Collector, pool: ProcessPoolExecutor, window: int) -> None:
+        self.c, self.pool, self.window = c, pool, window
+        self.typed = chunked.typed_decoder(Record)
+        self.pending: deque[tuple[Future | None, bytes, int, bool]] = deque()
+        self.broken = False  # a worker died: the pool takes no more, this process reads the rest
+
+    def add(self, data: bytes, at: int, last: bool) -> bool:
+        """Send a chunk; settle the oldest ones while too many are out. False: read the file again."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        future = None
+        if not self.broken:
+            try:
+                future = self.pool.submit(collect_chunk, data, at, last)
+            except BrokenProcessPool:
+                self.broken = True
+        self.pending.append((future, data, at, last))
+        while len(self.pending) >= self.window:
+            if not self.settle():
+                return False
+        return True
+
+    def settle(self) -> bool:
+        """Merge the oldest chunk's part, or read the chunk here. False: read the file again."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        future, data, at, last = self.pending.popleft()
+        kind, value = "here", None
+        if future is not None:
+            try:
+                kind, value = future.result()
+            except BrokenProcessPool:
+                self.broken = True
+        if kind == "part" and merge(self.c, cast(Collected, value)):
+            return True
+        if kind == "error":
+            raise chunked.Unreadable(value)
+        if kind == "cut":
+            return False
+        return self.read_here(data, at, last)
+
+    def read_here(self, data: bytes, at: int, last: bool) -> bool:
+        """The chunk, read in this process as :func:`chunked.read_events` reads it."""
+        try:
+            typed_ok, values = chunked.decode_chunk(data, self.typed, at, last)
+        except chunked.Truncated:
+            return False
+        if typed_ok:
+            self.c.on_records(values)
+        else:
+            for e in values:
+                if isinstance(e, dict):
+                    self.c.on_event(e)
+        return True
+
+
+def read_split(fh: chunked.ByteStream, c: Collector, pool: ProcessPoolExecutor, workers: int) -> bool:
+    """Read ``fh`` into ``c`` with ``pool``'s ``workers`` processes. False: read it again in one
+    process (see the module doc). Raises what :func:`chunked.read_events` raises for the file."""
+    header, rest, offset = chunked._header(chunked._blocks(fh))
+    c.on_header(header)
+    split = _Split(c, pool, IN_FLIGHT_PER_WORKER * workers)
+    try:
+        for chunk, at, last in chunked._chunks(rest, offset, fh):
+            if not split.add(bytes(chunk), at, last):
+                return False
+    except Exception:
+        # Unreadable past here, or the file's read failing: a single pass fails here too, unless
+        # an earlier chunk had to be cut again (the file is then read again, and fails its way).
+        while split.pending:
+            if not split.settle():
+                return False
+        raise
+    while split.pending:
+        if not split.settle():
+            return False
+    return True
+
+
+def collect_trace(path: Path, jobs: int = 1) -> Collected:
+    """What :class:`Collector` gathers from the trace at ``path``, read by ``jobs`` processes
+    (the same data as one). Raises TraceError as :func:`reader.read_trace` does."""
+    path = Path(path)
+    c = Collector()
+    if jobs > 1 and _size(path) >= MIN_SPLIT_BYTES:
+        pool = start_pool(jobs)  # before the file opens: the gzip reader's thread is not forked
+        try:
+            with (
+                named_errors(path),
+                open_regular(path) as raw,
+                chunked.open_stream(raw, path.name.endswith(".gz")) as fh,
+            ):
+                done = read_split(fh, c, pool, jobs)
+        except BaseException:
+            terminate(pool)
+            raise
+        pool.shutdown(wait=True)
+        if done:
+            return c.data
+    read_trace(path, c.on_header, c.on_event, Record, c.on_records)  # on_header starts c afresh
+    return c.data
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # read in one process, which says what is wrong
