@@ -1,6 +1,6 @@
 """Every figure issue 18 names, in one run, against its goal: ``--jobs N`` over ``--jobs 1`` on 16
 traces, a 2-node Ray cluster over ``--jobs 1`` on the same files, peak RSS of ``summary`` on a 1 GB
-and a 3 GB trace, and ``summary`` against ``gzip -dc`` on a 200 MB trace.
+and a 3 GB trace, and ``summary`` against ``gzip -dc`` on a 200 MB trace (in one process, and split over every core).
 
 The parts are the other benchmarks' (``analysis_parallel.measure``, ``analysis_scale.run_ours`` and
 ``gzip_ratio``), run back to back; each prints its own table, then this prints the goals. The
@@ -52,7 +52,9 @@ def main() -> int:
     print(f"\n## --jobs {cpus} and --ray over --jobs 1, 16 traces")
     speedups = analysis_parallel.measure(args.parallel_mb, [1, cpus], args.rounds, not args.no_ray)
 
-    print("\n## peak RSS of summary --json --jobs 1 (a launcher process's child, from wait4)")
+    print(
+        "\n## peak RSS of summary --json (the default: the trace split over every core; from wait4, the largest of its processes)"
+    )
     rss = {}
     for mb in args.rss_sizes_mb:
         path = _trace(args.work, mb)
@@ -61,7 +63,7 @@ def main() -> int:
         print(f"{path.stat().st_size / 1e6:8.0f} MB trace: {wall:6.1f} s, peak RSS {peak / 1e6:5.0f} MB", flush=True)
 
     print(f"\n## summary against gzip -dc, {args.gzip_rounds} rounds")
-    wall_x, cpu_x = gzip_ratio(_trace(args.work, args.gzip_mb), args.gzip_rounds)
+    ratios = gzip_ratio(_trace(args.work, args.gzip_mb), args.gzip_rounds)
 
     jobs_goal = 0.7 * min(cpus, analysis_parallel.TRACES)
     rows = [
@@ -70,11 +72,12 @@ def main() -> int:
     if not args.no_ray:
         rows.append(("--ray (2 nodes) over --jobs 1, 16 traces", f"{speedups[analysis_parallel.RAY]:.2f}x", "-"))
     rows += [(f"peak RSS, {mb / 1000:g} GB trace", f"{v:.0f} MB", f"< {RSS_GOAL_MB} MB") for mb, v in rss.items()]
-    rows.append(("summary / gzip -dc, wall (CPU)", f"{wall_x:.2f}x ({cpu_x:.2f}x)", f"<= {GZIP_GOAL:g}x"))
+    for name, (wall_x, cpu_x) in ratios.items():
+        rows.append((f"summary ({name}) / gzip -dc, wall (CPU)", f"{wall_x:.2f}x ({cpu_x:.2f}x)", f"<= {GZIP_GOAL:g}x"))
     met = [
         speedups[f"--jobs {cpus}"] >= jobs_goal,
         *(v < RSS_GOAL_MB for v in rss.values()),
-        wall_x <= GZIP_GOAL,
+        *(wall_x <= GZIP_GOAL for wall_x, _ in ratios.values()),
     ]
     print(f"\n## issue 18's figures ({cpus} usable CPUs, load average {os.getloadavg()[0]:.1f} at the end)")
     print(f"{'figure':<42} {'measured':>16} {'goal':>10}")
