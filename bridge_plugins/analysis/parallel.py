@@ -33,6 +33,8 @@ WORKER_DIED = "the process reading it died ({why}); retried {n} times"
 PerTrace = Callable[[Path], object]
 """The per-trace unit that ``Workers.map`` runs on each path."""
 _TRACE_JOBS: ContextVar[int] = ContextVar("trace_jobs", default=1)
+FORKS = sys.platform == "linux"
+"""Whether :func:`start_pool`'s workers are forked (and so share what was mapped before)."""
 
 
 def trace_jobs() -> int:
@@ -165,7 +167,7 @@ def start_pool(jobs: int) -> ProcessPoolExecutor:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    context = multiprocessing.get_context("fork" if FORKS else "spawn")
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
     try:
         # Blocked while the workers are forked (on the first submit): they inherit it blocked, and

@@ -190,8 +190,12 @@ def _outcome(path: Path, jobs: int) -> dict | str:
         return str(e)
 
 
+@pytest.mark.parametrize("via", ["slots", "pipe"])
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
-def test_real_gpu_traces_split_into_many_chunks_collect_the_same(path, small_chunks, rereads, monkeypatch):
+def test_real_gpu_traces_split_into_many_chunks_collect_the_same(path, via, small_chunks, rereads, monkeypatch):
+    """Chunks through the shared slots, or (bigger than a slot) through the pool's pipe."""
+    if via == "pipe":
+        monkeypatch.setattr(split, "SLOT_BYTES", 1000)
     monkeypatch.setattr(collect, "SPILL_AT", 1000)  # spills too: their blocks must match
     three = _outcome(path, 3)
     assert rereads == []

@@ -15,6 +15,7 @@ docs/scale.md ("One big trace").
 
 from __future__ import annotations
 
+import mmap
 from array import array
 from collections import deque
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from bridge_plugins.analysis.parallel import start_pool, terminate
+from bridge_plugins.analysis.parallel import FORKS, start_pool, terminate
 from bridge_plugins.analysis.trace import chunked, collect
 from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
 from bridge_plugins.analysis.trace.reader import named_errors, read_trace
@@ -36,12 +37,17 @@ MIN_SPLIT_BYTES = 2 << 20
 """A smaller file (on disk) is read in one process: starting the workers would cost more than they save."""
 IN_FLIGHT_PER_WORKER = 3
 """Chunks (about 1 MB each) sent ahead per worker: enough to keep it busy while this process merges."""
+SLOT_BYTES = 4 << 20
+"""A chunk (a block of 1 MB or two, cut at an event) goes to its worker through a slot of this
+size in memory mapped before the workers are forked, so theirs too: written once, decoded where it
+lies. A bigger chunk (a huge event) goes through the pool's pipe."""
+_SLOTS: mmap.mmap | None = None  # the slots, in this process and (inherited) in the workers
 _GPU = ("gpu_name", "gpu_ts", "gpu_dur", "gpu_corr", "gpu_stream", "gpu_cat")
 _TABLES = ("ops", "py", "annotations")
 _typed: Any = None  # the worker's decoder, built on its first chunk
 
 
-def collect_chunk(chunk: bytes, at: int, last: bool) -> tuple[str, Any]:
+def collect_chunk(chunk: bytes | memoryview, at: int, last: bool) -> tuple[str, Any]:
     """The worker's unit: what :func:`part_of` makes of the chunk's records (ids local to the
     chunk); ("here", None) when a value of an unexpected type sends the chunk to the dict path,
     which this process takes itself, as one pass would; ("cut", None) when the chunk must be cut
@@ -72,6 +78,16 @@ def part_of(records: list) -> tuple[str, Collected | None]:
     if d.cpu_corr_spilled is not None or d.ops.spilled or d.py.spilled or d.annotations.spilled:
         return "here", None
     return "part", d
+
+
+def collect_slot(offset: int, size: int, at: int, last: bool) -> tuple[str, Any]:
+    """:func:`collect_chunk` of the chunk in the shared slots at ``offset``."""
+    assert _SLOTS is not None  # mapped before this worker was forked
+    view = memoryview(_SLOTS)[offset : offset + size]
+    try:
+        return collect_chunk(view, at, last)
+    finally:
+        view.release()
 
 
 def _remap(ids: array, mapping: np.ndarray) -> bytes:
@@ -183,20 +199,34 @@ def _merge_steps(d: Collected, p: Collected) -> None:
 class _Split:
     """The chunks sent to the workers and not yet merged, in file order, and how each is settled."""
 
-    def __init__(self, c: Collector, pool: ProcessPoolExecutor, window: int) -> None:
-        self.c, self.pool, self.window = c, pool, window
+    def __init__(self, c: Collector, pool: ProcessPoolExecutor, window: int, slots: mmap.mmap | None) -> None:
+        self.c, self.pool, self.window, self.slots = c, pool, window, slots
         self.typed = chunked.typed_decoder(Record)
-        self.pending: deque[tuple[Future | None, bytes, int, bool]] = deque()
+        # (the future, the chunk: its bytes or (offset, size) in the slots, its offset in the file, last?)
+        self.pending: deque[tuple[Future | None, bytes | tuple[int, int], int, bool]] = deque()
+        self.sent = 0
         self.broken = False  # a worker died: the pool takes no more, this process reads the rest
 
-    def add(self, data: bytes, at: int, last: bool) -> bool:
+    def add(self, chunk: bytes | bytearray | memoryview, at: int, last: bool) -> bool:
         """Send a chunk; settle the oldest ones while too many are out. False: read the file again."""
         from concurrent.futures.process import BrokenProcessPool
 
+        data: bytes | tuple[int, int]
+        if self.slots is not None and len(chunk) <= SLOT_BYTES:
+            # the oldest of the `window` slots: its chunk was settled (at most window - 1 are out)
+            offset = (self.sent % self.window) * SLOT_BYTES
+            self.slots[offset : offset + len(chunk)] = chunk
+            data = (offset, len(chunk))
+        else:
+            data = bytes(chunk)
+        self.sent += 1
         future = None
         if not self.broken:
             try:
-                future = self.pool.submit(collect_chunk, data, at, last)
+                if isinstance(data, bytes):
+                    future = self.pool.submit(collect_chunk, data, at, last)
+                else:
+                    future = self.pool.submit(collect_slot, *data, at, last)
             except BrokenProcessPool:
                 self.broken = True
         self.pending.append((future, data, at, last))
@@ -222,9 +252,16 @@ class _Split:
             raise chunked.Unreadable(value)
         if kind == "cut":
             return False
-        return self.read_here(data, at, last)
+        if isinstance(data, bytes):
+            return self.read_here(data, at, last)
+        assert self.slots is not None
+        view = memoryview(self.slots)[data[0] : data[0] + data[1]]
+        try:
+            return self.read_here(view, at, last)
+        finally:
+            view.release()
 
-    def read_here(self, data: bytes, at: int, last: bool) -> bool:
+    def read_here(self, data: bytes | memoryview, at: int, last: bool) -> bool:
         """The chunk, read in this process as :func:`chunked.read_events` reads it."""
         try:
             typed_ok, values = chunked.decode_chunk(data, self.typed, at, last)
@@ -239,15 +276,18 @@ class _Split:
         return True
 
 
-def read_split(fh: chunked.ByteStream, c: Collector, pool: ProcessPoolExecutor, workers: int) -> bool:
-    """Read ``fh`` into ``c`` with ``pool``'s ``workers`` processes. False: read it again in one
-    process (see the module doc). Raises what :func:`chunked.read_events` raises for the file."""
+def read_split(
+    fh: chunked.ByteStream, c: Collector, pool: ProcessPoolExecutor, window: int, slots: mmap.mmap | None = None
+) -> bool:
+    """Read ``fh`` into ``c`` with ``pool``, ``window`` chunks out at most (through ``slots``, if
+    given: ``window`` x SLOT_BYTES mapped before the pool's workers were forked). False: read it
+    again in one process (see the module doc). Raises what :func:`chunked.read_events` raises."""
     header, rest, offset = chunked._header(chunked._blocks(fh))
     c.on_header(header)
-    split = _Split(c, pool, IN_FLIGHT_PER_WORKER * workers)
+    split = _Split(c, pool, window, slots)
     try:
         for chunk, at, last in chunked._chunks(rest, offset, fh):
-            if not split.add(bytes(chunk), at, last):
+            if not split.add(chunk, at, last):
                 return False
     except Exception:
         # Unreadable past here, or the file's read failing: a single pass fails here too, unless
@@ -267,7 +307,19 @@ def collect_trace(path: Path, jobs: int = 1) -> Collected:
     (the same data as one). Raises TraceError as :func:`reader.read_trace` does."""
     path = Path(path)
     c = Collector()
-    if jobs > 1 and _size(path) >= MIN_SPLIT_BYTES:
+    if jobs > 1 and _size(path) >= MIN_SPLIT_BYTES and _read_split(path, c, jobs):
+        return c.data
+    read_trace(path, c.on_header, c.on_event, Record, c.on_records)  # on_header starts c afresh
+    return c.data
+
+
+def _read_split(path: Path, c: Collector, jobs: int) -> bool:
+    """:func:`read_split` of the file, with a pool of ``jobs`` and its slots made and undone here."""
+    global _SLOTS
+    window = IN_FLIGHT_PER_WORKER * jobs
+    slots = mmap.mmap(-1, window * SLOT_BYTES) if FORKS else None  # shared; pages only as written
+    _SLOTS = slots
+    try:
         pool = start_pool(jobs)  # before the file opens: the gzip reader's thread is not forked
         try:
             with (
@@ -275,15 +327,16 @@ def collect_trace(path: Path, jobs: int = 1) -> Collected:
                 open_regular(path) as raw,
                 chunked.open_stream(raw, path.name.endswith(".gz")) as fh,
             ):
-                done = read_split(fh, c, pool, jobs)
+                done = read_split(fh, c, pool, window, slots)
         except BaseException:
             terminate(pool)
             raise
         pool.shutdown(wait=True)
-        if done:
-            return c.data
-    read_trace(path, c.on_header, c.on_event, Record, c.on_records)  # on_header starts c afresh
-    return c.data
+        return done
+    finally:
+        _SLOTS = None
+        if slots is not None:
+            slots.close()
 
 
 def _size(path: Path) -> int:
