@@ -25,7 +25,10 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/bridge_hostile_bench")
     ap.add_argument("--normal-mb", type=float, default=1000)
     ap.add_argument("--skip-big", action="store_true")
+    ap.add_argument("--jobs", type=int, help="summary --jobs N for every file (default: summary's own default)")
     args = ap.parse_args()
+    command = ("summary",) if args.jobs is None else ("summary", "--jobs", str(args.jobs))
+    print(f"# bridge-plugins {' '.join(command)} FILE --json")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     normal = work / f"normal{int(args.normal_mb)}.json"
@@ -33,7 +36,7 @@ def main() -> int:
         build(normal, args.normal_mb)
     points = []
     for path in (JOB2, normal):
-        run = run_summary(path)
+        run = run_summary(path, command=command)
         assert run.returncode == 0, run.stderr
         points.append((uncompressed_size(path), run.wall_s, run.cpu_s))
     (s0, t0, c0), (s1, t1, c1) = points
@@ -56,7 +59,7 @@ def main() -> int:
             continue
         path = case.build(work)
         size = uncompressed_size(path)
-        run = run_summary(path)
+        run = run_summary(path, command=command)
         lines = run.stderr.strip().splitlines()
         if run.returncode == 0:
             outcome = "result"

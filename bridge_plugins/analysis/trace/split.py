@@ -18,6 +18,7 @@ from __future__ import annotations
 import mmap
 from array import array
 from collections import deque
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -94,8 +95,13 @@ def _remap(ids: array, mapping: np.ndarray) -> bytes:
     return mapping[np.frombuffer(ids, dtype=np.int32)].tobytes() if len(ids) else b""
 
 
-def _local_ids(columns: list[array]) -> set[int]:
-    return {int(i) for col in columns if len(col) for i in np.unique(np.frombuffer(col, dtype=np.int32))}
+def _used(columns: list[array], n: int) -> np.ndarray:
+    """Which of the part's ``n`` local name ids appear in ``columns``."""
+    mask = np.zeros(n, dtype=bool)
+    for col in columns:
+        if len(col):
+            mask[np.frombuffer(col, dtype=np.int32)] = True
+    return mask
 
 
 def _name_maps(c: Collector, p: Collected) -> tuple[np.ndarray, np.ndarray] | None:
@@ -105,32 +111,29 @@ def _name_maps(c: Collector, p: Collected) -> tuple[np.ndarray, np.ndarray] | No
     Past MAX_NAMES a name gets no id of its own but a shared entry: its kernel type's for a GPU
     event, "(other operators)" for the rest, each made when first needed. Where the part would make
     two or more of them, their ids depend on which event came first, which the part does not keep."""
-    new = [n for n in p.names if n not in c._ids]
-    past = set(new[max(collect.MAX_NAMES - len(c._ids), 0) :])
-    gpu_ids: set[int] = set()
-    cpu_ids: set[int] = set()
-    if past:
-        gpu_ids = _local_ids([p.gpu_name])
-        cpu_ids = _local_ids([p.cpu_corr_name] + [t[2] for table in _TABLES for t in getattr(p, table).tails.values()])
-        kinds: set[str | None] = {collect._kernel_type(n) for i, n in enumerate(p.names) if n in past and i in gpu_ids}
-        if any(n in past and i in cpu_ids for i, n in enumerate(p.names)):
+    ids, names = c._ids, p.names
+    known = np.array(list(map(ids.get, names, repeat(-1))), dtype=np.int64)
+    new = np.flatnonzero(known < 0)  # in the order the chunk met them
+    room = max(collect.MAX_NAMES - len(ids), 0)
+    below, past = new[:room], new[room:]
+    gpu_past = cpu_past = past
+    if len(past):
+        tables = [t[2] for table in _TABLES for t in getattr(p, table).tails.values()]
+        gpu_past = past[_used([p.gpu_name], len(names))[past]]
+        cpu_past = past[_used([p.cpu_corr_name, *tables], len(names))[past]]
+        kinds: set[str | None] = {collect._kernel_type(names[i]) for i in gpu_past}
+        if len(cpu_past):
             kinds.add(None)
         if len(kinds - c._shared.keys()) > 1:
             return None
-    gpu = np.zeros(len(p.names), dtype=np.int32)
-    cpu = np.zeros(len(p.names), dtype=np.int32)
-    for i, name in enumerate(p.names):
-        known = c._ids.get(name)
-        if known is not None:
-            gpu[i] = cpu[i] = known
-        elif name not in past:  # a new name below the cap
-            gpu[i] = cpu[i] = c._id(name, False)
-        else:
-            if i in gpu_ids:
-                gpu[i] = c._id(name, True)
-            if i in cpu_ids:
-                cpu[i] = c._id(name, False)
-    return gpu, cpu
+    for i in below:
+        known[i] = c._id(names[i], False)
+    gpu, cpu = known.copy(), known  # a past name's entry stays -1 where its kind has no event
+    for i in gpu_past:
+        gpu[i] = c._id(names[i], True)
+    if len(cpu_past):
+        cpu[cpu_past] = c._id(names[cpu_past[0]], False)  # the one "(other operators)" entry
+    return gpu.astype(np.int32), cpu.astype(np.int32)
 
 
 def merge(c: Collector, p: Collected) -> bool:
