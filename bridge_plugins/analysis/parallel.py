@@ -1,12 +1,10 @@
 """The map over traces: read each trace in its own process, locally or on a Ray cluster.
 
-Reading one trace is a single core's work, and a job leaves one per rank. ``Workers.map`` runs
-the per-trace unit in parallel (a local process pool, biggest files first, or one Ray task per
-trace on an existing cluster that sees the same files; a single trace is split over the local
-processes instead: ``trace_jobs``, trace/split.py) and returns the results in input order,
-so what is built from them is byte-identical to ``jobs=1``. A trace that cannot be read, or whose
-worker keeps dying, comes back as its one-line error (a skipped file), not the end of the run.
-Running on Ray (shared files, the shipped package): docs/scale.md.
+``Workers.map`` runs the per-trace unit in parallel (a local process pool, biggest files first,
+or one Ray task per trace on a cluster that sees the same files; a single trace is split over the
+local processes instead: ``trace_jobs``) and returns the results in input order, so what is built
+from them is byte-identical to ``jobs=1``. A trace that cannot be read, or whose worker keeps
+dying, comes back as its one-line error (a skipped file). Ray and the split: docs/scale.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""One trace on several cores: this process cuts the file into chunks (chunked.py), worker
-processes decode and collect each chunk, and their results are merged here in file order.
-
-Why: a job often leaves one big trace to look at, and reading it is one core's work (msgspec's
-decode and the collector's loop). Why exact: the merge registers names and threads in the order a
-single pass meets them, and appends and spills each column after each chunk, as the collector
-does, so the collected data, and every figure, are byte-identical to one process's. What a part
-cannot merge exactly (where the order of a chunk's events decides: past a cap on threads or
-steps, some cases past the cap on names, a value of an unexpected type) this process reads itself,
-chunk by chunk, as one pass would; so it does every chunk after a worker dies. Only a cut that fell
-inside a string or a nested list (one pass cuts again, and the cuts after it move) makes the file
-be read again in one process (:func:`read_split` returns False). Which command uses it and when:
-docs/scale.md ("One big trace").
+"""One trace on several cores: this process cuts the file into chunks (chunked.py), worker processes
+decode and collect each chunk, and their parts are merged here in file order, registering names and
+threads and spilling as one pass does, so every figure is byte-identical to one process's. Where
+a part cannot be merged exactly (past a cap, odd values, a dead worker) this process reads that
+chunk itself; only a cut inside a string rereads the file in one process (``read_split`` returns
+False). How and when: docs/scale.md ("One big trace on every core"), docs/architecture.md.
 """
 
 from __future__ import annotations
