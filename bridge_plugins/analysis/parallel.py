@@ -113,7 +113,7 @@ class Workers:
         """``fn(path)`` for every path, in input order; an exception of type ``catch`` becomes the
         file's error (``str(e)``). Any other exception from ``fn`` ends the run, as it would in a loop."""
         paths = [Path(p) for p in paths]
-        sizes = [_size(p) for p in paths]
+        sizes = [file_size(p) for p in paths]
         progress = Progress(self.label, len(paths), sum(sizes))
         done: dict[int, Done] = {}
         try:
@@ -133,7 +133,8 @@ class Workers:
         return [done[i] for i in range(len(paths))]
 
 
-def _size(p: Path) -> int:
+def file_size(p: Path) -> int:
+    """Bytes on disk; 0 where it cannot be read (its reader then says why)."""
     try:
         return p.stat().st_size
     except OSError:

@@ -337,9 +337,16 @@ def read_events(
         except Truncated:
             extend = True
             continue
-        if typed_ok and on_records is not None:
-            on_records(values)
-        else:
-            for d in values:
-                if isinstance(d, dict):
-                    on_event(d)
+        deliver(typed_ok, values, on_event, on_records)
+
+
+def deliver(
+    typed_ok: bool, values: list[Any], on_event: Callable[[dict], None], on_records: Callable[[list], None] | None
+) -> None:
+    """A decoded chunk to its reader: the records at once, or each element that is an object."""
+    if typed_ok and on_records is not None:
+        on_records(values)
+    else:
+        for d in values:
+            if isinstance(d, dict):
+                on_event(d)

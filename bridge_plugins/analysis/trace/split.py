@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from bridge_plugins.analysis.parallel import FORKS, start_pool, terminate
+from bridge_plugins.analysis.parallel import FORKS, file_size, start_pool, terminate
 from bridge_plugins.analysis.trace import chunked, collect
 from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
 from bridge_plugins.analysis.trace.reader import named_errors, read_trace
@@ -263,12 +263,7 @@ class _Split:
             typed_ok, values = chunked.decode_chunk(data, self.typed, at, last)
         except chunked.Truncated:
             return False
-        if typed_ok:
-            self.c.on_records(values)
-        else:
-            for e in values:
-                if isinstance(e, dict):
-                    self.c.on_event(e)
+        chunked.deliver(typed_ok, values, self.c.on_event, self.c.on_records)
         return True
 
 
@@ -303,7 +298,7 @@ def collect_trace(path: Path, jobs: int = 1) -> Collected:
     (the same data as one). Raises TraceError as :func:`reader.read_trace` does."""
     path = Path(path)
     c = Collector()
-    if jobs > 1 and _size(path) >= MIN_SPLIT_BYTES and _read_split(path, c, jobs):
+    if jobs > 1 and file_size(path) >= MIN_SPLIT_BYTES and _read_split(path, c, jobs):
         return c.data
     read_trace(path, c.on_header, c.on_event, Record, c.on_records)  # on_header starts c afresh
     return c.data
@@ -333,10 +328,3 @@ def _read_split(path: Path, c: Collector, jobs: int) -> bool:
         _SLOTS = None
         if slots is not None:
             slots.close()
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0  # read in one process, which says what is wrong
