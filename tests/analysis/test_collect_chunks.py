@@ -9,6 +9,7 @@ True are one dict key), and names and categories cover every branch of the loop.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -86,3 +87,45 @@ def test_threads_past_the_limit_share_one_entry_within_a_chunk(monkeypatch):
     assert c.data.cpu_corr_thread.tolist() == [2, 2, 1]
     assert [k for k in c.data.ops] == [(1, 1), (1, 2), ("(other threads)", "(other threads)")]
     assert c.data.ops[("(other threads)", "(other threads)")][0].tolist() == [0.0, 0.0, 0.0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(events(), max_size=60), st.lists(st.integers(0, 60), max_size=6), st.integers(1, 4))
+def test_past_the_name_cap_any_cut_collects_what_one_event_at_a_time_does(raw, cuts, cap):
+    """Names capped at 1-4: the shared entries ("(other operators)", one per kernel type) are made
+    when first needed and reused however the events are cut (the loop keeps the CPU one at hand)."""
+    records = [event_from_dict(e) if isinstance(e, dict) else e for e in raw]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(collect, "MAX_NAMES", cap)
+        one_by_one = fed(records, list(range(len(records))))
+        cut = fed(records, [min(c, len(records)) for c in cuts])
+        assert state(cut) == state(one_by_one)
+        assert cut.data.name_types == one_by_one.data.name_types
+
+
+def test_past_the_name_cap_a_new_operator_name_costs_no_call(monkeypatch):
+    """A trace of 10^6 distinct names spent half its time past the cap in a call per event
+    (issue 19): once "(other operators)" exists, an unknown CPU name is looked up, not registered."""
+    monkeypatch.setattr(collect, "MAX_NAMES", 2)
+    calls: list[str] = []
+    real = Collector._id
+
+    def counted(self, name, gpu):
+        calls.append(name)
+        return real(self, name, gpu)
+
+    monkeypatch.setattr(Collector, "_id", counted)
+    names = [f"op_{i}" for i in range(1000)]
+    records = [Event(cat, n, 1, 1, 0.0, 1.0) for n in names for cat in ("cpu_op", "python_function")]
+    records += [Event("cuda_runtime", n, 1, 1, 0.0, 1.0, Args(-1, 5)) for n in names]
+    c = Collector()
+    c.on_records(records)
+    assert c.data.names == ["op_0", "op_1", "(other operators): past 2 distinct names"]
+    assert calls == ["op_0", "op_1", "op_2"]
+    assert c.data.ops[(1, 1)][2].tolist() == [0, 1] + [2] * 998
+    assert c.data.py[(1, 1)][2].tolist() == [0, 1] + [2] * 998
+    assert c.data.cpu_corr_name.tolist() == [0, 1] + [2] * 998
+    calls.clear()
+    launches = Collector()  # launch calls alone: their path keeps the entry at hand too
+    launches.on_records(records[2000:])
+    assert calls == ["op_0", "op_1", "op_2"]

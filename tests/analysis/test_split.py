@@ -86,14 +86,18 @@ def test_merged_parts_are_what_one_collector_gathers(raw, cuts):
         assert merged.data.last_profiler_step_end == one.data.last_profiler_step_end
 
 
-def _read_split_in_process(pieces: list[list]) -> Collector:
+def _read_split_in_process(pieces: list[list], freeze: bool = True) -> Collector:
     """What read_split does with each chunk, minus the processes: the worker's part merged, or the
-    chunk read here when the part says so or the merge cannot take it. The number read here."""
+    chunk read here when the part says so or the merge cannot take it. The number read here.
+    ``freeze``: once the names are full, the parts are gathered with them, as the workers are once
+    they have the file of names (built as the worker builds it)."""
     c = Collector()
     c.read_here = 0  # type: ignore[attr-defined]
     for piece in pieces:
-        kind, part = split.part_of(piece)
-        if kind != "part" or not merge(c, part):
+        full = freeze and len(c._ids) >= collect.MAX_NAMES
+        frozen = {name: i for i, name in enumerate(c.data.names[: len(c._ids)])} if full else None
+        kind, part = split.part_of(piece, frozen)
+        if not (kind == "part" and merge(c, part) or kind == "frozen" and merge(c, *part)):
             c.on_records(piece)
             c.read_here += 1  # type: ignore[attr-defined]
     return c
@@ -111,8 +115,9 @@ def test_past_the_caps_merged_or_read_here_is_what_one_collector_gathers(raw, cu
         one = Collector()
         for piece in pieces:
             one.on_records(piece)
-        assert state(_read_split_in_process(pieces)) == state(one)
-        assert (_read_split_in_process(pieces).data.name_types, one.data.name_types) == (one.data.name_types,) * 2
+        for freeze in (True, False):
+            assert state(_read_split_in_process(pieces, freeze)) == state(one)
+            assert _read_split_in_process(pieces, freeze).data.name_types == one.data.name_types
 
 
 def _ops(names: list[str], cat: str = "cpu_op", corr: int = -1, stream: int = -1) -> list[Event]:
@@ -143,6 +148,39 @@ def test_past_the_name_cap_a_part_needing_one_shared_entry_is_merged(monkeypatch
     assert c.data.names[-1] == "(other computation kernels): past 2 distinct names"
     assert c.data.gpu_name.tolist() == [3] and c.data.name_types == {3: "computation"}
     assert c.data.ops[(1, 1)][2].tolist() == [0, 1, 2, 2, 2, 0, 2]
+
+
+def test_a_part_gathered_with_the_full_names_carries_only_its_shared_entries(monkeypatch):
+    """Once the names are full, a worker given them (part_of's ``frozen``) gives each event its final
+    id and sends only the shared entries it made; the merge maps those to the reading process's,
+    and refuses a part that would make two (their order decides the ids)."""
+    monkeypatch.setattr(collect, "MAX_NAMES", 2)
+    kernel = _ops(["ampere_sgemm_128x64_nn"], "kernel", corr=5, stream=7)
+    pieces = [_ops(["a", "b"]), kernel + _ops(["b", "e"]), _ops(["c", "a", "d"]), _ops(["f"]) + kernel]
+    frozen = {"a": 0, "b": 1}
+    one = Collector()
+    for piece in pieces:
+        one.on_records(piece)
+    c = Collector()
+    assert merge(c, _part(pieces[0]))
+    kind, (both, base) = split.part_of(pieces[1], frozen)
+    assert (kind, base) == ("frozen", 2)
+    assert both.names == [
+        "(other computation kernels): past 2 distinct names",
+        "(other operators): past 2 distinct names",
+    ]
+    assert both.name_types == {2: "computation"}
+    before = state(c)
+    assert not merge(c, both, base)  # two new shared entries: read here, as read_split does
+    assert state(c) == before
+    c.on_records(pieces[1])
+    kind, (ops, base) = split.part_of(pieces[2], frozen)
+    assert (kind, ops.names) == ("frozen", ["(other operators): past 2 distinct names"])
+    assert ops.ops[(1, 1)][2].tolist() == [2, 0, 2]  # the part's own ids: its entry is 2 here
+    assert merge(c, ops, base)
+    assert merge(c, *split.part_of(pieces[3], frozen)[1])  # both entries exist now
+    assert state(c) == state(one) and c.data.name_types == one.data.name_types
+    assert c.data.ops[(1, 1)][2].tolist() == [0, 1, 1, 3, 3, 0, 3, 3]  # "(other operators)" is 3 here
 
 
 @pytest.mark.parametrize("cap", ["MAX_THREADS", "MAX_STEPS"])
@@ -252,22 +290,52 @@ def read_here(monkeypatch) -> list[int]:
     return seen
 
 
-def test_past_the_name_cap_the_split_goes_on(small_chunks, rereads, read_here, monkeypatch):
+@pytest.fixture
+def frozen_merges(monkeypatch, tmp_path) -> list[int | None]:
+    """Each merge's ``frozen_base`` (None: a part that carried its names); the names file is
+    written under ``tmp_path/tmp``, which the test checks is empty afterwards."""
+    seen: list[int | None] = []
+    real = split.merge
+
+    def spy(c, p, frozen_base=None):
+        seen.append(frozen_base)
+        return real(c, p, frozen_base)
+
+    monkeypatch.setattr(split, "merge", spy)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(split.tempfile, "tempdir", str(tmp_path / "tmp"))
+    return seen
+
+
+@pytest.mark.parametrize("names_file", ["written", "unwritable", "unreadable"])
+def test_past_the_name_cap_the_split_goes_on(
+    names_file, small_chunks, rereads, read_here, frozen_merges, tmp_path, monkeypatch
+):
     """job2 past 50 names: operators and kernels then share entries; the chunks that would make
-    two new ones are read here, the others still merged."""
+    two new ones are read here, the others still merged. Once the names are full the workers get
+    them in a file and send final ids; a file that cannot be written (a full disk) or read costs
+    only that: the parts carry their names, as before."""
     monkeypatch.setattr(collect, "MAX_NAMES", 50)  # in the forked workers too
+    if names_file == "unwritable":
+        monkeypatch.setattr(split.tempfile, "mkstemp", lambda **kw: (_ for _ in ()).throw(OSError(28, "full")))
+    elif names_file == "unreadable":
+        monkeypatch.setattr(split, "_frozen_ids", lambda path: (_ for _ in ()).throw(OSError(2, "gone")))
     two = _outcome(JOB2, 2)
     assert rereads == []
     assert 0 < len(read_here) < 40  # of 150 chunks
+    frozen = [b for b in frozen_merges if b is not None]
+    assert frozen == ([50] * len(frozen) if names_file == "written" else [])
+    assert len(frozen) > 100 or names_file != "written"  # of 150 chunks
+    assert list((tmp_path / "tmp").iterdir()) == []  # the names file is removed
     one = _outcome(JOB2, 1)
     assert two == one
     assert any("past 50 distinct names" in n for n in one["names"])
 
 
-def _die_past_the_middle(chunk: bytes, at: int, last: bool):
+def _die_past_the_middle(chunk: bytes, at: int, last: bool, names: str | None = None):
     if at > 4_000_000:
         os._exit(9)
-    return REAL_COLLECT_CHUNK(chunk, at, last)
+    return REAL_COLLECT_CHUNK(chunk, at, last, names)
 
 
 REAL_COLLECT_CHUNK = split.collect_chunk

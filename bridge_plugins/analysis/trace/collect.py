@@ -255,6 +255,9 @@ class Collector:
         op_pid: object = _UNSEEN
         op_tid: object = _UNSEEN
         add_ts = add_dur = add_id = gpu_ts.append  # rebound before first use (op_cat is _UNSEEN)
+        # Past MAX_NAMES every unknown CPU name gets "(other operators)": once it exists, a lookup
+        # with it as the default replaces a call per event (10^6 distinct names: half the time).
+        other = self._shared.get(None)
         for e in records:
             if e.__class__ is not Event:
                 continue
@@ -289,8 +292,11 @@ class Collector:
                     known = threads_get(key)
                     last_thread = self._thread(key) if known is None else known
                     last_pid, last_tid = pid, tid
-                i = ids_get(name)
-                cpu_corr_name.append(self._id(name, False) if i is None else i)
+                i = ids_get(name, other)
+                if i is None:
+                    i = self._id(name, False)
+                    other = self._shared.get(None)
+                cpu_corr_name.append(i)
                 cpu_corr.append(corr)
                 cpu_corr_ts.append(ts)
                 cpu_corr_dur.append(dur)
@@ -309,8 +315,11 @@ class Collector:
                 continue
             add_ts(ts)
             add_dur(dur)
-            i = ids_get(name)
-            add_id(self._id(name, False) if i is None else i)
+            i = ids_get(name, other)
+            if i is None:
+                i = self._id(name, False)
+                other = self._shared.get(None)
+            add_id(i)
         self._flush(gpu, mem, cpu, tables, by_thread)
 
     def _table_lists(
@@ -384,10 +393,14 @@ class Collector:
 
     def _shared_id(self, name: str, gpu: bool) -> int:
         """The one entry that names past MAX_NAMES share: per kernel type for GPU events."""
-        kind = _kernel_type(name) if gpu else None
+        return self._shared_entry(_kernel_type(name) if gpu else None)
+
+    def _shared_entry(self, kind: str | None) -> int:
+        """The id of the entry shared past MAX_NAMES by kernel type ``kind`` (None: by operators),
+        made when first needed."""
         i = self._shared.get(kind)
         if i is None:
-            label = f"(other {kind} kernels)" if gpu else "(other operators)"
+            label = "(other operators)" if kind is None else f"(other {kind} kernels)"
             i = self._shared[kind] = len(self.data.names)
             self.data.names.append(f"{label}: past {MAX_NAMES:,} distinct names")
             if kind is not None:

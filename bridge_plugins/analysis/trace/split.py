@@ -9,12 +9,15 @@ False). How and when: docs/scale.md ("One big trace on every core"), docs/archit
 from __future__ import annotations
 
 import mmap
+import os
+import tempfile
 from array import array
 from collections import deque
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import msgspec
 import numpy as np
 
 from bridge_plugins.analysis.parallel import FORKS, file_size, start_pool, terminate
@@ -39,13 +42,24 @@ _SLOTS: mmap.mmap | None = None  # the slots, in this process and (inherited) in
 _GPU = ("gpu_name", "gpu_ts", "gpu_dur", "gpu_corr", "gpu_stream", "gpu_cat")
 _TABLES = ("ops", "py", "annotations")
 _typed: Any = None  # the worker's decoder, built on its first chunk
+_frozen: tuple[str, dict[str, int]] | None = None  # the worker's copy of the names file it was last given
 
 
-def collect_chunk(chunk: bytes | memoryview, at: int, last: bool) -> tuple[str, Any]:
-    """The worker's unit: what :func:`part_of` makes of the chunk's records (ids local to the
-    chunk); ("here", None) when a value of an unexpected type sends the chunk to the dict path,
-    which this process takes itself, as one pass would; ("cut", None) when the chunk must be cut
-    again; ("error", one line)."""
+def _frozen_ids(path: str) -> dict[str, int]:
+    """The reading process's names (name -> id) from the file it wrote once they reached MAX_NAMES."""
+    global _frozen
+    if _frozen is None or _frozen[0] != path:
+        with open(path, "rb") as fh:
+            names = msgspec.msgpack.decode(fh.read(), type=list[str])
+        _frozen = (path, {name: i for i, name in enumerate(names)})
+    return _frozen[1]
+
+
+def collect_chunk(chunk: bytes | memoryview, at: int, last: bool, names: str | None = None) -> tuple[str, Any]:
+    """The worker's unit: what :func:`part_of` makes of the chunk's records (with the reading
+    process's names from the file ``names``, once it has written one); ("here", None) when a value
+    of an unexpected type sends the chunk to the dict path, which this process takes itself, as one
+    pass would; ("cut", None) when the chunk must be cut again; ("error", one line)."""
     global _typed
     if _typed is None:
         _typed = chunked.typed_decoder(Record)
@@ -57,29 +71,47 @@ def collect_chunk(chunk: bytes | memoryview, at: int, last: bool) -> tuple[str, 
         return "error", str(e)
     if not typed_ok:
         return "here", None
-    return part_of(records)
+    try:
+        frozen = None if names is None else _frozen_ids(names)
+    except (OSError, msgspec.DecodeError):  # gone or damaged: the part carries its names, as before
+        frozen = None
+    return part_of(records, frozen)
 
 
-def part_of(records: list) -> tuple[str, Collected | None]:
+def part_of(records: list, frozen: dict[str, int] | None = None) -> tuple[str, Any]:
     """("part", what a fresh :class:`Collector` gathers from a chunk's records), or ("here", None)
     for a chunk past a cap on its own, or with more events than SPILL_AT (a part holds no spill
-    file: it could not cross to the reading process)."""
+    file: it could not cross to the reading process).
+
+    ``frozen``: the reading process's names once they reached MAX_NAMES (no name is added after):
+    the chunk's events then get their final ids here, and a name not among them its shared entry,
+    as that process would give it. ("frozen", (the part, with only those shared entries in
+    ``names``, and the id the first of them has)): no name crosses the pipe or is hashed twice."""
     c = Collector()
+    base = 0
+    if frozen is not None:
+        base = len(frozen)
+        c._ids = frozen  # full: the collector only reads it (Collector._id)
+        c.data.names = [""] * base  # stand-ins: the shared entries made here get ids from base on
     c.on_records(records)
     d = c.data
-    if len(d.names) >= collect.MAX_NAMES or len(d.threads) >= collect.MAX_THREADS or len(d.steps) >= collect.MAX_STEPS:
+    if frozen is not None:
+        d.names = d.names[base:]
+    elif len(d.names) >= collect.MAX_NAMES:
+        return "here", None
+    if len(d.threads) >= collect.MAX_THREADS or len(d.steps) >= collect.MAX_STEPS:
         return "here", None
     if d.cpu_corr_spilled is not None or d.ops.spilled or d.py.spilled or d.annotations.spilled:
         return "here", None
-    return "part", d
+    return ("part", d) if frozen is None else ("frozen", (d, base))
 
 
-def collect_slot(offset: int, size: int, at: int, last: bool) -> tuple[str, Any]:
+def collect_slot(offset: int, size: int, at: int, last: bool, names: str | None = None) -> tuple[str, Any]:
     """:func:`collect_chunk` of the chunk in the shared slots at ``offset``."""
     assert _SLOTS is not None  # mapped before this worker was forked
     view = memoryview(_SLOTS)[offset : offset + size]
     try:
-        return collect_chunk(view, at, last)
+        return collect_chunk(view, at, last, names)
     finally:
         view.release()
 
@@ -129,17 +161,36 @@ def _name_maps(c: Collector, p: Collected) -> tuple[np.ndarray, np.ndarray] | No
     return gpu.astype(np.int32), cpu.astype(np.int32)
 
 
-def merge(c: Collector, p: Collected) -> bool:
+def _frozen_map(c: Collector, p: Collected, base: int) -> np.ndarray | None:
+    """The ids of a part gathered with ``c``'s first ``base`` names (:func:`part_of`) as ``c``'s:
+    its own ids below ``base``, and its shared entries (``p.names``) ``c``'s, made where needed;
+    None (``c`` unchanged) where two would be made: which comes first decides their ids."""
+    kinds = [p.name_types.get(base + k) for k in range(len(p.names))]  # a CPU entry has no type
+    assert len(c._ids) == base  # the names were full when written: none was added since
+    if len(set(kinds) - c._shared.keys()) > 1:
+        return None
+    mapping = np.arange(base + len(kinds), dtype=np.int32)
+    for k, kind in enumerate(kinds):
+        mapping[base + k] = c._shared_entry(kind)
+    return mapping
+
+
+def merge(c: Collector, p: Collected, frozen_base: int | None = None) -> bool:
     """Add one chunk's part to ``c`` as if ``c`` had read the chunk; False (``c`` unchanged) where
     that needs the order of the chunk's events, which the part does not keep: past the cap on
     threads (they then share one entry, their events interleaved) or on steps, or past the cap on
-    names where the part needs two new shared entries (see :func:`_name_maps`)."""
+    names where the part needs two new shared entries (see :func:`_name_maps`). ``frozen_base``:
+    a part gathered with ``c``'s names (:func:`part_of`), the id of its first shared entry."""
     d = c.data
     new_threads = [t for t in p.threads if t not in c._threads]
     new_steps = sum(1 for n in p.steps if n not in d.steps)
     if len(c._threads) + len(new_threads) > collect.MAX_THREADS or len(d.steps) + new_steps > collect.MAX_STEPS:
         return False
-    maps = _name_maps(c, p)
+    if frozen_base is None:
+        maps = _name_maps(c, p)
+    else:
+        one = _frozen_map(c, p, frozen_base)
+        maps = None if one is None else (one, one)
     if maps is None:
         return False
     gpu_names, names = maps
@@ -202,6 +253,30 @@ class _Split:
         self.pending: deque[tuple[Future | None, bytes | tuple[int, int], int, bool]] = deque()
         self.sent = 0
         self.broken = False  # a worker died: the pool takes no more, this process reads the rest
+        self.names: str | None = None  # the file of c's names, written once they are full (part_of)
+        self.names_tried = False
+
+    def publish_names(self) -> None:
+        """Write ``c``'s names for the workers once they reached MAX_NAMES, so that the chunks sent
+        from here on come back with their final ids (:func:`part_of`). A file that cannot be written
+        (a full disk) changes nothing but the speed."""
+        self.names_tried = True
+        try:
+            fd, path = tempfile.mkstemp(prefix="bridge-plugins-names-")
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(msgspec.msgpack.encode(self.c.data.names[: len(self.c._ids)]))
+        except OSError:
+            os.unlink(path)
+            return
+        self.names = path
+
+    def close(self) -> None:
+        if self.names is not None:
+            os.unlink(self.names)
+            self.names = None
 
     def add(self, chunk: bytes | bytearray | memoryview, at: int, last: bool) -> bool:
         """Send a chunk; settle the oldest ones while too many are out. False: read the file again."""
@@ -216,13 +291,15 @@ class _Split:
         else:
             data = bytes(chunk)
         self.sent += 1
+        if not self.names_tried and len(self.c._ids) >= collect.MAX_NAMES:
+            self.publish_names()
         future = None
         if not self.broken:
             try:
                 if isinstance(data, bytes):
-                    future = self.pool.submit(collect_chunk, data, at, last)
+                    future = self.pool.submit(collect_chunk, data, at, last, self.names)
                 else:
-                    future = self.pool.submit(collect_slot, *data, at, last)
+                    future = self.pool.submit(collect_slot, *data, at, last, self.names)
             except BrokenProcessPool:
                 self.broken = True
         self.pending.append((future, data, at, last))
@@ -243,6 +320,8 @@ class _Split:
             except BrokenProcessPool:
                 self.broken = True
         if kind == "part" and merge(self.c, cast(Collected, value)):
+            return True
+        if kind == "frozen" and merge(self.c, *cast(tuple[Collected, int], value)):
             return True
         if kind == "error":
             raise chunked.Unreadable(value)
@@ -277,20 +356,23 @@ def read_split(
     c.on_header(header)
     split = _Split(c, pool, window, slots)
     try:
-        for chunk, at, last in chunked._chunks(rest, offset, fh):
-            if not split.add(chunk, at, last):
-                return False
-    except Exception:
-        # Unreadable past here, or the file's read failing: a single pass fails here too, unless
-        # an earlier chunk had to be cut again (the file is then read again, and fails its way).
+        try:
+            for chunk, at, last in chunked._chunks(rest, offset, fh):
+                if not split.add(chunk, at, last):
+                    return False
+        except Exception:
+            # Unreadable past here, or the file's read failing: a single pass fails here too, unless
+            # an earlier chunk had to be cut again (the file is then read again, and fails its way).
+            while split.pending:
+                if not split.settle():
+                    return False
+            raise
         while split.pending:
             if not split.settle():
                 return False
-        raise
-    while split.pending:
-        if not split.settle():
-            return False
-    return True
+        return True
+    finally:
+        split.close()
 
 
 def collect_trace(path: Path, jobs: int = 1) -> Collected:
