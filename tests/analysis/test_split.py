@@ -307,19 +307,21 @@ def frozen_merges(monkeypatch, tmp_path) -> list[int | None]:
     return seen
 
 
-@pytest.mark.parametrize("names_file", ["written", "unwritable", "unreadable"])
+@pytest.mark.parametrize("names_file", ["written", "unwritable", "unreadable", "too long"])
 def test_past_the_name_cap_the_split_goes_on(
     names_file, small_chunks, rereads, read_here, frozen_merges, tmp_path, monkeypatch
 ):
     """job2 past 50 names: operators and kernels then share entries; the chunks that would make
     two new ones are read here, the others still merged. Once the names are full the workers get
-    them in a file and send final ids; a file that cannot be written (a full disk) or read costs
-    only that: the parts carry their names, as before."""
+    them in a file and send final ids; a file that cannot be written (a full disk) or read, or
+    names too long to copy into every worker, cost only that: the parts carry their names."""
     monkeypatch.setattr(collect, "MAX_NAMES", 50)  # in the forked workers too
     if names_file == "unwritable":
         monkeypatch.setattr(split.tempfile, "mkstemp", lambda **kw: (_ for _ in ()).throw(OSError(28, "full")))
     elif names_file == "unreadable":
         monkeypatch.setattr(split, "_frozen_ids", lambda path: (_ for _ in ()).throw(OSError(2, "gone")))
+    elif names_file == "too long":
+        monkeypatch.setattr(split, "NAMES_FILE_MAX_CHARS", 100)  # job2's first 50 names are longer
     two = _outcome(JOB2, 2)
     assert rereads == []
     assert 0 < len(read_here) < 40  # of 150 chunks

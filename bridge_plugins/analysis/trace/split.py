@@ -38,6 +38,8 @@ SLOT_BYTES = 4 << 20
 """A chunk (a block of 1 MB or two, cut at an event) goes to its worker through a slot of this
 size in memory mapped before the workers are forked, so theirs too: written once, decoded where it
 lies. A bigger chunk (a huge event) goes through the pool's pipe."""
+NAMES_FILE_MAX_CHARS = 8 << 20
+"""Names longer than this in all are not given to the workers (each would hold a copy)."""
 _SLOTS: mmap.mmap | None = None  # the slots, in this process and (inherited) in the workers
 _GPU = ("gpu_name", "gpu_ts", "gpu_dur", "gpu_corr", "gpu_stream", "gpu_cat")
 _TABLES = ("ops", "py", "annotations")
@@ -259,15 +261,18 @@ class _Split:
     def publish_names(self) -> None:
         """Write ``c``'s names for the workers once they reached MAX_NAMES, so that the chunks sent
         from here on come back with their final ids (:func:`part_of`). A file that cannot be written
-        (a full disk) changes nothing but the speed."""
+        (a full disk), or names too long to copy into every worker, change nothing but the speed."""
         self.names_tried = True
+        names = self.c.data.names[: len(self.c._ids)]
+        if sum(map(len, names)) > NAMES_FILE_MAX_CHARS:
+            return
         try:
             fd, path = tempfile.mkstemp(prefix="bridge-plugins-names-")
         except OSError:
             return
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(msgspec.msgpack.encode(self.c.data.names[: len(self.c._ids)]))
+                fh.write(msgspec.msgpack.encode(names))
         except OSError:
             os.unlink(path)
             return
