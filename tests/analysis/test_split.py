@@ -307,7 +307,23 @@ def frozen_merges(monkeypatch, tmp_path) -> list[int | None]:
     return seen
 
 
-@pytest.mark.parametrize("names_file", ["written", "unwritable", "unreadable", "too long"])
+class _FullDisk:
+    """A file whose writes fail as on a full disk (stand-in: the real one cannot be had in a test)."""
+
+    def __init__(self, fd: int) -> None:
+        os.close(fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def write(self, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("names_file", ["written", "unwritable", "disk full", "unreadable", "too long"])
 def test_past_the_name_cap_the_split_goes_on(
     names_file, small_chunks, rereads, read_here, frozen_merges, tmp_path, monkeypatch
 ):
@@ -318,6 +334,13 @@ def test_past_the_name_cap_the_split_goes_on(
     monkeypatch.setattr(collect, "MAX_NAMES", 50)  # in the forked workers too
     if names_file == "unwritable":
         monkeypatch.setattr(split.tempfile, "mkstemp", lambda **kw: (_ for _ in ()).throw(OSError(28, "full")))
+    elif names_file == "disk full":
+        real_fdopen = os.fdopen  # the names file is the one opened "wb" by fd; the others read
+
+        def fdopen(fd, mode="r", *args, **kwargs):
+            return _FullDisk(fd) if mode == "wb" else real_fdopen(fd, mode, *args, **kwargs)
+
+        monkeypatch.setattr(split.os, "fdopen", fdopen)
     elif names_file == "unreadable":
         monkeypatch.setattr(split, "_frozen_ids", lambda path: (_ for _ in ()).throw(OSError(2, "gone")))
     elif names_file == "too long":

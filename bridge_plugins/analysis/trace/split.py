@@ -8,6 +8,7 @@ False). How and when: docs/scale.md ("One big trace on every core"), docs/archit
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import tempfile
@@ -267,20 +268,20 @@ class _Split:
         if sum(map(len, names)) > NAMES_FILE_MAX_CHARS:
             return
         try:
-            fd, path = tempfile.mkstemp(prefix="bridge-plugins-names-")
+            fd, self.names = tempfile.mkstemp(prefix="bridge-plugins-names-")  # close() removes it
         except OSError:
             return
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(msgspec.msgpack.encode(names))
         except OSError:
-            os.unlink(path)
-            return
-        self.names = path
+            self.close()
 
     def close(self) -> None:
+        """Remove the names file (one already gone is no error: the read's outcome stands)."""
         if self.names is not None:
-            os.unlink(self.names)
+            with contextlib.suppress(OSError):
+                os.unlink(self.names)
             self.names = None
 
     def add(self, chunk: bytes | bytearray | memoryview, at: int, last: bool) -> bool:
