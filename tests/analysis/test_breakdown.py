@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from bridge_plugins.analysis.summarize import summarize
 
 
@@ -170,3 +173,52 @@ def test_only_the_names_of_gpu_events_are_classified(tmp_path, monkeypatch):
         ("ncclDevKernel_AllReduce_Sum_f32", "communication"),
     ]
     assert len(t["top_cpu_ops"]) == 500
+
+
+def _union_reference(intervals: list[tuple[int, int]]) -> int:
+    """The union's length by marking every microsecond (the intervals are small integers)."""
+    return len({t for start, end in intervals for t in range(start, end)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12)), max_size=12))
+def test_union_length_of_intervals_in_any_order(pairs):
+    """_union_length on starts in any order (the breakdown's are sorted; other callers' need not be),
+    equal starts and touching intervals included, against a count of the covered microseconds."""
+    import numpy as np
+
+    from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
+
+    starts = np.array([float(s) for s, _ in pairs])
+    ends = np.array([float(s + d) for s, d in pairs])
+    assert _union_length(starts, ends) == _union_reference([(s, s + d) for s, d in pairs])
+
+
+def test_union_length_unsorted_fixed_cases():
+    """Cases random draws may miss: all starts after the first but out of order, and a long first
+    interval that covers a later, earlier-starting one."""
+    import numpy as np
+
+    from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
+
+    assert _union_length(np.array([0.0, 5.0, 3.0]), np.array([1.0, 6.0, 4.0])) == 3.0
+    assert _union_length(np.array([10.0, 0.0, 12.0]), np.array([20.0, 2.0, 13.0])) == 12.0
+
+
+def test_steps_without_gpu_events_have_no_breakdown_and_classify_nothing(tmp_path, monkeypatch):
+    from bridge_plugins.analysis.trace import gpu_breakdown
+
+    classified: list[str] = []
+    real = gpu_breakdown.kernel_type
+    monkeypatch.setattr(gpu_breakdown, "kernel_type", lambda name: classified.append(name) or real(name))
+    events = [step(1, 1000, 20), step(2, 1020, 20), launch(1001, 1)]
+    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
+    assert (t["gpu"], t["top_gpu_kernels"], classified) == (None, [], [])
+
+
+def test_gpu_events_with_no_launch_at_all_are_all_dropped(tmp_path):
+    """Steps and kernels but not one launch call (correlation 0 included: no launch has it)."""
+    events = [step(1, 1000, 20), step(2, 1020, 20), kernel("gemm", 1100, 10, 0), kernel("gemm", 1110, 10, 1)]
+    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
+    assert t["gpu"] is None
+    assert t["top_gpu_kernels"] == []
