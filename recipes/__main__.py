@@ -28,17 +28,33 @@ from recipes.job_output import Progress, log_tail
 REPO = Path(__file__).resolve().parents[1]
 
 
+RANKS_FIX = "give distinct global ranks >= 0, comma-separated (e.g. 0,1), or 'all'"
+"""How every ``--ranks`` error ends: one wording for the three ways a value can be wrong."""
+
+
+def ranks_error(text: str, why: str) -> str:
+    return f"--ranks {text!r}: {why}; {RANKS_FIX}"
+
+
 def parse_ranks(text: str) -> list[int]:
-    if text.strip().lower() in ("all", "[]", ""):
+    """``--ranks``: 'all' (or '[]', as in the plugins' ``profile_ranks``), or distinct ranks such as 0,1.
+
+    An empty value is refused, never read as 'all': it is what an unset shell variable gives."""
+    if text.strip().lower() in ("all", "[]"):
         return []
-    try:
-        ranks = [int(r) for r in text.replace("[", "").replace("]", "").split(",") if r.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--ranks {text!r}: give comma-separated global ranks (e.g. 0,1) or 'all'"
-        ) from None
-    if any(r < 0 for r in ranks) or len(set(ranks)) != len(ranks):
-        raise argparse.ArgumentTypeError(f"--ranks {text!r}: give distinct ranks >= 0 (e.g. 0,1) or 'all'")
+    items = [r.strip() for r in text.strip().removeprefix("[").removesuffix("]").split(",")]
+    if "" in items:
+        raise argparse.ArgumentTypeError(ranks_error(text, "an empty rank"))
+    ranks = []
+    for item in items:
+        if not re.fullmatch(r"-?[0-9]+", item):
+            raise argparse.ArgumentTypeError(ranks_error(text, f"not a number: {item!r}"))
+        rank = int(item)
+        if rank < 0:
+            raise argparse.ArgumentTypeError(ranks_error(text, f"a negative rank, {rank}"))
+        if rank in ranks:
+            raise argparse.ArgumentTypeError(ranks_error(text, f"rank {rank} twice"))
+        ranks.append(rank)
     return ranks
 
 
@@ -46,6 +62,7 @@ class OneLineParser(argparse.ArgumentParser):
     """A bad flag is one line (``python -m recipes: error: ...``), not argparse's usage block first."""
 
     def error(self, message: str):
+        message = re.sub(r"^argument (--[\w-]+): (?=\1 )", "", message)  # "--ranks '': ..." names the flag once
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
@@ -143,10 +160,8 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
         parser.error("--memory-history needs a window: use it with --profiler pytorch or --profiler nsys")
     missing = [r for r in args.ranks if r >= args.nproc]
     if args.profiler != "none" and missing:
-        parser.error(
-            f"--ranks {','.join(map(str, missing))}: no such rank with --nproc {args.nproc} (ranks 0-{args.nproc - 1}); "
-            f"raise --nproc or pick ranks below {args.nproc}"
-        )
+        no_such = f"no rank {','.join(map(str, missing))} with --nproc {args.nproc} (ranks 0-{args.nproc - 1})"
+        parser.error(ranks_error(",".join(map(str, args.ranks)), no_such))
     for flag, value in (("--account", args.account), ("--partition", args.partition)):
         if args.executor == "slurm" and not PLAIN_NAME.fullmatch(value):
             # NeMo Run writes the job name (made from the account) unquoted into the srun line
