@@ -19,6 +19,7 @@ import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from bridge_plugins.cli.suggest import closest
 from recipes.config import ConfigContainer
 from recipes.override_types import OverrideValueError, field_type, typed_value
 
@@ -87,6 +88,23 @@ def _keys_help() -> str:
     return "valid keys:\n  " + "\n  ".join(valid_keys())
 
 
+def _unknown_key_help(key: str) -> str:
+    """The closest keys ("did you mean"); else the keys of the section named, else every key."""
+    keys = valid_keys()
+    section, _, name = key.rpartition(".")
+    in_section = [k for k in keys if k.rpartition(".")[0] == section]
+    if in_section:  # a known section: compare the field names only (the shared prefix would make any key close)
+        meant = [f"{section}.{n}" for n in closest(name, [k.rpartition(".")[2] for k in in_section])]
+    else:
+        meant = closest(key, keys)
+    listing = "python -m recipes.train --help lists every key with its type"
+    if meant:
+        return f"did you mean {' or '.join(map(repr, meant))}? ({listing})"
+    if in_section:
+        return f"keys of {section}:\n  " + "\n  ".join(in_section) + f"\n({listing})"
+    return _keys_help()
+
+
 def _unquote(arg: str) -> str:
     """Undo one layer of shell quoting that reached us literally.
 
@@ -129,7 +147,7 @@ def parse_overrides(args: Iterable[str], base: ConfigContainer | None = None) ->
         key, value = arg.split("=", 1)
         key = key.strip()
         if key not in keys:
-            raise OverrideError(f"unknown override key {key!r} (in {arg!r}); {_keys_help()}")
+            raise OverrideError(f"unknown override key {key!r} (in {arg!r}); {_unknown_key_help(key)}")
         try:
             value = typed_value(key, _key_type(key), value)
         except OverrideValueError as e:

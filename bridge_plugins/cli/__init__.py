@@ -17,6 +17,7 @@ import bridge_plugins
 from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.analysis.parallel import ClusterUnavailable, Workers, usable_cpus
 from bridge_plugins.cli.ctrl_c import caused_by_ctrl_c
+from bridge_plugins.cli.suggest import SuggestingParser
 
 SUBCOMMANDS = ["summary", "diagnose", "compare", "memory", "report", "trigger"]
 """Each is bridge_plugins/cli/<name>.py."""
@@ -92,7 +93,7 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog="bridge-plugins", description="Read and steer the profiles that bridge-plugins takes."
     )
     parser.add_argument("--version", action=_Version)
