@@ -27,6 +27,20 @@ class UsageError(Exception):
     """Bad input (a missing file, a trace that is not JSON...): printed as one line, exit code 2."""
 
 
+PATH_HELP = "a job directory, or trace (.json, .json.gz) and memory snapshot (.pickle) files"
+"""What every reader's PATH is (summary, diagnose, report and memory say it alike)."""
+
+
+def add_paths(parser: argparse.ArgumentParser, nargs: str | None = "+", help: str = PATH_HELP) -> None:
+    """The readers' positional ``PATH`` arguments, as ``args.paths``."""
+    parser.add_argument("paths", nargs=nargs, metavar="PATH", help=help)
+
+
+def add_json(parser: argparse.ArgumentParser, what: str, fields: str) -> None:
+    """``--json``: ``what`` is printed, and ``fields`` is the docs page that says what each field means."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON (the fields: {fields})")
+
+
 def add_top(parser: argparse.ArgumentParser, help: str) -> None:
     """``--top N``, the rows per table of summary, compare and report; see ``top_rows``."""
     parser.add_argument("--top", type=int, default=10, metavar="N", help=f"{help} (default 10)")
@@ -49,8 +63,8 @@ def add_workers(parser: argparse.ArgumentParser) -> None:
         "--jobs",
         type=int,
         metavar="N",
-        help=f"read N traces at a time in parallel processes, or a single trace split over N (default: the CPUs "
-        f"this process may use, here {usable_cpus()}); the output is the same for every N",
+        help="read N traces at a time in parallel processes, or a single trace split over N (default: the CPUs "
+        "this process may use); the output is the same for every N",
     )
     group.add_argument(
         "--ray",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from bridge_plugins.cli import UsageError, add_top, add_workers, top_rows, workers
+from bridge_plugins.cli import UsageError, add_json, add_top, add_workers, top_rows, workers
 from bridge_plugins.cli.summary import print_problems
 
 
@@ -21,9 +21,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("base", metavar="BASE", help="the reference run: a job directory or a trace file")
     p.add_argument("new", metavar="NEW", help="the run to compare with it")
-    p.add_argument(
-        "--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/compare.py)"
-    )
+    add_json(p, "the figures", "docs/reading-a-profile.md#compare")
     add_top(p, "rows per regressions/improvements table")
     add_workers(p)
     p.set_defaults(run=run)

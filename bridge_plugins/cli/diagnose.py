@@ -6,7 +6,7 @@ nothing could be read. ``--json`` prints ``{"schema_version", "findings": [...]}
 
 from __future__ import annotations
 
-from bridge_plugins.cli import UsageError, add_workers, workers
+from bridge_plugins.cli import UsageError, add_json, add_paths, add_workers, workers
 from bridge_plugins.cli.summary import print_problems
 
 
@@ -18,8 +18,8 @@ def add_parser(sub) -> None:
         "memcpy, straggler, step_variance; docs/diagnose.md) with the time at stake per step, the "
         "evidence and what to try.",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="a job or trace directory, or trace files")
-    p.add_argument("--json", action="store_true", help='print {"schema_version", "findings": [...]} as JSON')
+    add_paths(p)
+    add_json(p, '{"schema_version", "findings": [...]}', "docs/analysis-schema.md#finding")
     add_workers(p)
     p.set_defaults(run=run)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bridge_plugins.cli import UsageError, add_top, add_workers, top_rows, workers
+from bridge_plugins.cli import UsageError, add_paths, add_top, add_workers, top_rows, workers
 
 
 def add_parser(sub) -> None:
@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
         "output file is replaced only with --force.",
     )
     # "*": `report --baseline X JOB` leaves no PATH after --baseline took both; run() sorts that out
-    p.add_argument("paths", nargs="*", metavar="PATH", help="a job directory, or trace and snapshot files")
+    add_paths(p, nargs="*")
     p.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: report.html)")
     p.add_argument("--force", action="store_true", help="replace the output file if it exists")
     p.add_argument(

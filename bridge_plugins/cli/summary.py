@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from bridge_plugins.cli import UsageError, add_top, add_workers, top_rows, workers
+from bridge_plugins.cli import UsageError, add_json, add_paths, add_top, add_workers, top_rows, workers
 
 
 def add_parser(sub) -> None:
@@ -18,12 +18,8 @@ def add_parser(sub) -> None:
         description="Per rank: steps and step times, GPU time split, top CPU operators and GPU "
         "kernels; across ranks: stragglers and who waits on them.",
     )
-    p.add_argument(
-        "paths", nargs="+", metavar="PATH", help="a job directory, or trace (.json/.json.gz) and snapshot files"
-    )
-    p.add_argument(
-        "--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/summarize.py)"
-    )
+    add_paths(p)
+    add_json(p, "the figures", "docs/analysis-schema.md")
     p.add_argument(
         "--timelines",
         action="store_true",
