@@ -27,6 +27,8 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "undoc-members": False}
 autodoc_class_signature = "separated"
+# Text as typed: Sphinx would print the help's "--json" as "–json" and 'all' as ‘all’, which fail when copied.
+smartquotes = False
 # Docstrings say ``name`` for code; render it as code, not as a reference that nitpicky mode chases.
 default_role = "code"
 

@@ -78,6 +78,14 @@ def read_page(path: Path) -> Page:
     return parser.page
 
 
+def visible_text(path: Path) -> str:
+    """A built page's text as a reader sees it (tags dropped, entities decoded, spaces collapsed)."""
+    import html
+
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", path.read_text(encoding="utf-8"), flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+
+
 def github_anchor(heading: str) -> str:
     """The anchor GitHub (and MyST's myst_heading_anchors) give a Markdown heading."""
     text = re.sub(r"[`*_]", "", heading.strip()).lower()

@@ -101,6 +101,19 @@ def test_the_cli_reference_has_every_subcommand_and_every_flag_of_the_parsers(si
     assert not missing, f"flags of the parsers missing from the CLI reference: {missing}"
 
 
+def test_the_cli_reference_prints_the_help_as_typed_once_and_nothing_of_the_build_machine(site):
+    import html
+
+    from tests.docs.site import visible_text
+
+    text = visible_text(site / "reference" / "cli.html")
+    assert "with --json: include" in text
+    typeset = sorted(set(re.findall(r"\S*[\u2013\u2014\u2018\u2019\u201c\u201d]\S*", text)))
+    assert not typeset, f"the help is typeset, not as typed (copying it would fail): {typeset}"
+    assert not re.search(r"here \d+", text), "a default of the machine that built the docs"
+    assert text.count(html.unescape("Read and steer the profiles")) == 1, "the intro sentence twice"
+
+
 def test_the_api_reference_documents_the_public_api(site):
     text = (site / "reference" / "api.html").read_text(encoding="utf-8")
     for name in (
