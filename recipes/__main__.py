@@ -538,10 +538,17 @@ def run_main(entry=main) -> None:
     one (outside cancel_on_ctrl_c's first) is one line and exit 130."""
     from bridge_plugins.cli.ctrl_c import caused_by_ctrl_c
     from recipes.ctrl_c import exit_interrupted, exit_on_ctrl_c
+    from recipes.python_check import missing_dependency_line
 
     exit_on_ctrl_c()
     try:
         code = entry()
+    except ModuleNotFoundError as e:  # not the venv's Python: one line, not the import's traceback
+        line = missing_dependency_line(e, "recipes")
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        code = 1
     except (KeyboardInterrupt, Exception) as e:
         if not caused_by_ctrl_c(e):
             raise
