@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from recipes.baseline import earlier_job
 from recipes.job_output import Progress, log_tail
 
 REPO = Path(__file__).resolve().parents[1]
@@ -307,23 +308,6 @@ def launch_text(request) -> str:
     return "\n".join(lines)
 
 
-def earlier_job(job_dir: Path) -> Path | None:
-    """The newest other job under the same NeMo Run home that left PyTorch traces, or None.
-
-    NeMo Run lays jobs out as ``<home>/experiments/<title>/<experiment id>/<job name>``.
-    """
-    from bridge_plugins.jobdir.names import TORCH_TRACE_DIR, TORCH_TRACE_SUFFIX
-
-    experiments = job_dir.parent.parent.parent
-    found = [
-        d
-        for d in experiments.glob(f"*/*/*/{TORCH_TRACE_DIR}")
-        if d.parent != job_dir and d.is_dir() and any(d.glob(f"*{TORCH_TRACE_SUFFIX}"))
-    ]
-    newest = max(found, key=lambda d: d.stat().st_mtime, default=None)  # its last trace's time
-    return newest.parent if newest else None
-
-
 def how_to_open(arts, job_dir: Path, baseline: Path | None = None) -> list[str]:
     """How to read what the job wrote, what works offline first (air-gapped login nodes are common).
 
@@ -343,7 +327,7 @@ def how_to_open(arts, job_dir: Path, baseline: Path | None = None) -> list[str]:
         compare_html = shlex.quote(str(job_dir / "compare_report.html"))
         out.append(
             f"  {cli} report {job} --baseline {shlex.quote(str(baseline))} -o {compare_html}    "
-            f"# against the run before ({baseline.parent.name})"
+            f"# against the previous run of {baseline.parent.parent.name} ({baseline.parent.name})"
         )
     if arts.memory:
         snapshot = min(p for paths in arts.memory.values() for p in paths)
@@ -353,8 +337,8 @@ def how_to_open(arts, job_dir: Path, baseline: Path | None = None) -> list[str]:
         out.append(f"  nsys stats {report}    # tables in the terminal (nsys-ui {report}: the GUI)")
     if arts.traces and baseline is None:
         out.append(
-            "To compare with another run: run this again with the same --base-dir; it then prints the report "
-            "command with this job as the baseline."
+            "To compare with another run: run this again with the same --base-dir and --name; it then prints "
+            "the report command with this job as the baseline."
         )
     if arts.traces:
         out.append("With network access: https://ui.perfetto.dev opens a .pt.trace.json.gz (the file stays local).")
