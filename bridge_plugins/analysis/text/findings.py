@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -35,15 +36,28 @@ def findings_table(findings: list[Finding]) -> Table | Text:
     return t
 
 
-def advice(findings: list[Finding], limit: int = 3) -> list[Text]:
+class Bullet:
+    """``  - text``, wrapped to the console's width under its own text (rich wraps from column 0)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for i, line in enumerate(Text(self.text).wrap(console, max(20, options.max_width - 4))):
+            line.rstrip()
+            yield Text("  - " if i == 0 else "    ") + line
+
+
+def advice(findings: list[Finding], limit: int = 3) -> list[Text | Bullet]:
     """What to try for each kind found, once per kind, in ranking order."""
-    out, seen = [], set()
+    out: list[Text | Bullet] = []
+    seen = set()
     for f in findings:
         if f.kind in seen:
             continue
         seen.add(f.kind)
         out.append(Text(f"{f.kind}: try", style="bold"))
-        out += [Text(f"  - {a}") for a in f.advice[:limit]]
+        out += [Bullet(a) for a in f.advice[:limit]]
     return out
 
 
