@@ -2,7 +2,8 @@
 # Remake docs/report.png: the HTML report of two ranks of the real 128-rank GPU job
 # (../shared/fixtures/gpu-traces) with the schema memory snapshot (tests/fixtures), rendered by
 # headless Chromium with the network off. Needs .venv (scripts/setup.sh) and chromium
-# (scripts/install_chromium.sh); ImageMagick's convert, when present, trims the empty bottom.
+# (scripts/install_chromium.sh); ImageMagick's convert, when present, trims the empty bottom. The PNG
+# carries the report's section names (scripts/report_png.py), which tests/docs/test_report_png.py checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${BRIDGE_SHARED:-../shared}
@@ -20,5 +21,7 @@ unshare --net chromium --headless=new --no-sandbox --disable-gpu --hide-scrollba
 if convert -version 2>/dev/null | grep -q ImageMagick; then
   convert "$tmp/report.png" -bordercolor '#f6f7f9' -border 1 -trim +repage "$tmp/report.png"
 fi
+# the sections it shows, so that tests/docs/test_report_png.py tells when the report has changed since
+"$repo/.venv/bin/python" scripts/report_png.py "$tmp/report.html" "$tmp/report.png"
 cp "$tmp/report.png" docs/report.png
 echo "docs/report.png: $(wc -c < docs/report.png) bytes"
