@@ -6,6 +6,9 @@
     python -m recipes --executor slurm --account bridge --partition debug
 
 Then it prints the steps captured, every artifact per rank, the summary, and the HTML report's path.
+Ctrl-C stops the job and still prints what it captured (exit 130). Started with `&` in a script,
+it ignores Ctrl-C, as the shell asks of a background command: stop it with `kill PID` (SIGTERM,
+the same stop, exit 143).
 """
 
 from __future__ import annotations
@@ -464,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     import nemo_run as run
 
     from bridge_plugins.plugins.nemo_run_compat import dryrun_request
-    from recipes.ctrl_c import cancel_on_ctrl_c
+    from recipes.ctrl_c import STOP_SIGNALS, cancel_on_ctrl_c
     from recipes.tiny_gpt import tiny_gpt_recipe
 
     base_dir = str(resolve_base_dir(args.base_dir))
@@ -498,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             progress = outer.enter_context(Progress(job_dir))
             interrupted = outer.enter_context(cancel_on_ctrl_c(exp, job.id))
+            progress.stopping = lambda: bool(interrupted())  # the job's agent then logs our SIGTERM: not news
             exp.run(detach=False, sequential=True)
             if interrupted():  # pressed while launching: the cancel found no job yet
                 exp.cancel(job.id)
@@ -505,8 +509,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n[recipes] job finished in {time.monotonic() - t0:.1f} s with state {state}")
     print_summary(args, job_dir, progress.device)
     if interrupted():
-        print(f"[recipes] stopped by Ctrl-C; the job's logs are under {job_dir}", file=sys.stderr)
-        return 130
+        print(
+            f"[recipes] stopped by {STOP_SIGNALS[interrupted()]}; the job's logs are under {job_dir}", file=sys.stderr
+        )
+        return 128 + interrupted()
     ok = "SUCCEEDED" in state
     if not ok:
         tail = "\n".join(f"  {line}" for line in log_tail(job_dir))

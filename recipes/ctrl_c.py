@@ -4,7 +4,8 @@ NeMo Run starts a local job in a session of its own, so a terminal's Ctrl-C reac
 driver. The first Ctrl-C cancels the job through NeMo Run (``Experiment.cancel``: SIGTERM, or
 ``scancel`` on Slurm), so each profiled rank writes what its window captured; the main job then
 prints the summary and exits 130. A second Ctrl-C skips the summary. Started with Ctrl-C ignored
-(``cmd &`` in a script), it keeps ignoring it.
+(``cmd &`` in a script), it keeps ignoring it; SIGTERM (``kill PID``) then stops it the same way
+(exit 143).
 """
 
 from __future__ import annotations
@@ -37,32 +38,38 @@ def exit_on_ctrl_c() -> None:
         signal.signal(signal.SIGINT, exit_interrupted)
 
 
+STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+"""What stops the job, by the name the user knows it by. SIGTERM (``kill PID``) is how a main job
+started with ``&`` in a script is stopped, since it ignores Ctrl-C; left to its default it would end
+the main job alone, and the job, in a session of its own, would run on."""
+
+
 @contextmanager
-def cancel_on_ctrl_c(exp, job_id: str) -> Iterator[Callable[[], bool]]:
-    """While inside, Ctrl-C cancels ``job_id`` of ``exp``; yields "was Ctrl-C pressed?"."""
-    pressed = threading.Event()
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with Ctrl-C ignored (nohup, `cmd &`): keep it so
-        yield pressed.is_set
-        return
+def cancel_on_ctrl_c(exp, job_id: str) -> Iterator[Callable[[], int]]:
+    """While inside, Ctrl-C or SIGTERM cancels ``job_id`` of ``exp``; yields "which signal stopped
+    it" (0: none). A signal the main job was started with ignored (Ctrl-C under ``cmd &``) stays ignored."""
+    received: list[int] = []
 
     def cancel() -> None:
         exp.cancel(job_id)  # a job not launched yet has no handle: the caller cancels again after launch
 
-    def on_ctrl_c(signum, frame) -> None:
-        if pressed.is_set():
+    def on_signal(signum, frame) -> None:
+        if received:
             signal.default_int_handler(signum, frame)  # the second: KeyboardInterrupt
-        pressed.set()
+        received.append(signum)
+        name = STOP_SIGNALS[signal.Signals(signum)]
         print(
-            "\n[recipes] Ctrl-C: stopping the job (SIGTERM: each profiled rank writes what it captured); "
-            "Ctrl-C again to skip the summary",
+            f"\n[recipes] {name}: stopping the job (SIGTERM: each profiled rank writes what it captured); "
+            f"{name} again to skip the summary",
             file=sys.stderr,
             flush=True,
         )
         # not in the handler: cancelling waits up to 10 s for the job's processes
         threading.Thread(target=cancel, name="recipes-cancel", daemon=True).start()
 
-    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    previous = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
     try:
-        yield pressed.is_set
+        yield lambda: received[0] if received else 0
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)

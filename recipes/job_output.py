@@ -11,11 +11,17 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # kineto's own log prefix, for its USDT and STAGE markers: "USDT:2026-11-30 18:58:24 16877:16877 File.cpp:52] ..."
 _KINETO_MARKER = re.compile(r"^(USDT|STAGE):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+:\d+\] ")
 _RANK_PREFIX = re.compile(r"^\[default\d+\]:")  # torchrun's per-rank tee prefix
+# what torchrun's agent logs when the SIGTERM of our own cancel reaches it (Ctrl-C): the terminal already said so
+_OUR_STOP_ECHO = re.compile(
+    r"SignalException: Process \d+ got signal: 15|SIGTERM death signal, shutting down workers|"
+    r"^Traceback \(most recent call last\):$"
+)
 _DEVICE = re.compile(r"training \d+ steps on \d+ rank\(s\), device (\w+)")  # recipes.train's first log line
 
 
@@ -53,6 +59,7 @@ class Progress:
         self.seen: dict[Path, int] = {}
         self.printed: set[str] = set()  # NeMo Run writes each line to several logs (per rank, combined)
         self.device: str | None = None
+        self.stopping: Callable[[], bool] = lambda: False  # set once the main job stops the job (Ctrl-C)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.started = time.monotonic()
 
@@ -85,6 +92,8 @@ class Progress:
         if self.device is None and (m := _DEVICE.search(line)):
             self.device = m.group(1)
         if is_kineto_marker(line) or not any(k in line for k in self.KEYS) or line in self.printed:
+            return
+        if self.stopping() and _OUR_STOP_ECHO.search(line):
             return
         self.printed.add(line)
         print(f"  [{time.monotonic() - self.started:5.1f}s] {line}", flush=True)
