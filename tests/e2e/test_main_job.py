@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -378,18 +379,27 @@ def test_ctrl_c_stops_the_job_and_still_summarizes_its_profile(tmp_path):
     assert "got signal" not in out and "Traceback" not in out and "death signal" not in out, out[-3000:]
 
 
+def processes_mentioning(text: str) -> list[int]:
+    """The pids of processes whose command line holds ``text`` (a test's own tmp path)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
 def kill_processes_mentioning(text: str) -> None:
     """SIGKILL every process whose command line holds ``text`` (a test's own tmp path)."""
     import os
     import signal
 
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if text in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                    os.kill(int(entry.name), signal.SIGKILL)
-            except (OSError, ValueError):
-                pass
+    for pid in processes_mentioning(text):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_plugin_warnings_are_one_line_each(tmp_path):
@@ -445,18 +455,14 @@ def test_ctrl_c_before_the_job_is_launched_is_one_line(tmp_path):
     assert not (tmp_path / "experiments").exists(), "nothing was launched"
 
 
-def test_started_with_ctrl_c_ignored_the_main_job_keeps_ignoring_it(tmp_path):
-    """``cmd &`` in a script starts it with SIGINT ignored (as nohup does for SIGHUP): a Ctrl-C meant
-    for the script must not stop the job."""
-    import os
+def _start_as_in_a_script_with_ampersand(tmp_path, *args: str) -> subprocess.Popen:
+    """The main job as ``cmd &`` in a script starts it: SIGINT ignored (as nohup does for SIGHUP)."""
     import signal
-    import time
 
     from tests.support import ROOT, clean_env
 
-    args = ("--steps", "300", "--start", "3", "--end", "6", "--ranks", "0", "--base-dir", str(tmp_path))
-    proc = subprocess.Popen(
-        recipes(*args),
+    return subprocess.Popen(
+        recipes(*args, "--ranks", "0", "--base-dir", str(tmp_path)),
         cwd=ROOT,
         env=clean_env(),
         stdout=subprocess.PIPE,
@@ -465,11 +471,28 @@ def test_started_with_ctrl_c_ignored_the_main_job_keeps_ignoring_it(tmp_path):
         start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
+
+
+def _wait_for(proc: subprocess.Popen, what: str, reached) -> None:
+    """Poll ``reached()`` (a file the job writes) until it is true; fail if the job ends first."""
+    import time
+
+    deadline = time.monotonic() + 120
+    while not reached():
+        assert time.monotonic() < deadline and proc.poll() is None, f"training never reached {what}"
+        time.sleep(0.2)
+
+
+def test_started_with_ctrl_c_ignored_the_main_job_keeps_ignoring_it(tmp_path):
+    """A Ctrl-C meant for the script that started the main job with ``&`` must not stop the job."""
+    import os
+    import signal
+
+    proc = _start_as_in_a_script_with_ampersand(tmp_path, "--steps", "300", "--start", "3", "--end", "6")
     try:
-        deadline = time.monotonic() + 120
-        while not list(tmp_path.glob("experiments/*/*/tiny_gpt/torch_profile/rank0_steps3-5*")):
-            assert time.monotonic() < deadline and proc.poll() is None, "training never reached the window"
-            time.sleep(0.2)
+        _wait_for(
+            proc, "the window", lambda: list(tmp_path.glob("experiments/*/*/tiny_gpt/torch_profile/rank0_steps3-5*"))
+        )
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=180)
     finally:
@@ -485,31 +508,14 @@ def test_started_with_ctrl_c_ignored_a_sigterm_stops_the_job_as_ctrl_c_does(tmp_
     to end the main job alone, silently, and leave the job (its own session) training on (issue 33)."""
     import os
     import signal
-    import time
 
-    from tests.support import ROOT, clean_env
-
-    args = ("--steps", "100000", "--start", "3", "--end", "100000", "--ranks", "0", "--base-dir", str(tmp_path))
-    proc = subprocess.Popen(
-        recipes(*args),
-        cwd=ROOT,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
+    proc = _start_as_in_a_script_with_ampersand(tmp_path, "--steps", "100000", "--start", "3", "--end", "100000")
+    logs = lambda: tmp_path.glob("experiments/*/*/tiny_gpt/**/*.log")  # noqa: E731
     try:
-        deadline = time.monotonic() + 120
-        while not any(
-            "step 4 |" in p.read_text(errors="replace") for p in tmp_path.glob("experiments/*/*/tiny_gpt/**/*.log")
-        ):
-            assert time.monotonic() < deadline and proc.poll() is None, "training never reached step 4"
-            time.sleep(0.2)
+        _wait_for(proc, "step 4", lambda: any("step 4 |" in p.read_text(errors="replace") for p in logs()))
         os.kill(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
-        left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _mentions(p, str(tmp_path))]
+        left = processes_mentioning(str(tmp_path))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -518,13 +524,6 @@ def test_started_with_ctrl_c_ignored_a_sigterm_stops_the_job_as_ctrl_c_does(tmp_
     assert "[recipes] SIGTERM: stopping the job" in err and "Traceback" not in err, err[-3000:]
     assert not left, "the job was left running"
     assert "Steps captured per rank: rank 0: 3-" in out, out[-3000:]
-
-
-def _mentions(proc_dir: Path, text: str) -> bool:
-    try:
-        return text in (proc_dir / "cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return False
 
 
 def _run_main_of(tmp_path, body: str) -> subprocess.CompletedProcess:
