@@ -164,7 +164,7 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
         parser.error("--memory-history needs a window: use it with --profiler pytorch or --profiler nsys")
     missing = [r for r in args.ranks if r >= args.nproc]
     if args.profiler != "none" and missing:
-        no_such = f"no rank {','.join(map(str, missing))} with --nproc {args.nproc} (ranks 0-{args.nproc - 1})"
+        no_such = f"no rank {','.join(map(str, missing))} with --nproc {args.nproc} (ranks 0-{args.nproc - 1}; raise --nproc for more)"
         parser.error(ranks_error(",".join(map(str, args.ranks)), no_such))
     for flag, value in (("--account", args.account), ("--partition", args.partition)):
         if args.executor == "slurm" and not PLAIN_NAME.fullmatch(value):

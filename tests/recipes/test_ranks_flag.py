@@ -32,7 +32,7 @@ def test_an_empty_ranks_value_or_item_is_one_line_not_every_rank(capsys, value):
         (["--ranks", "x"], "--ranks 'x': not a number: 'x'"),
         (["--ranks", "-1"], "--ranks '-1': a negative rank, -1"),
         (["--ranks", "0,0"], "--ranks '0,0': rank 0 twice"),
-        (["--ranks", "0,5"], "--ranks '0,5': no rank 5 with --nproc 2 (ranks 0-1)"),
+        (["--ranks", "0,5"], "--ranks '0,5': no rank 5 with --nproc 2 (ranks 0-1; raise --nproc for more)"),
     ],
 )
 def test_every_ranks_error_is_worded_one_way(capsys, argv, why):
