@@ -74,17 +74,19 @@ def is_sqlite(path: Path) -> bool:
         return False
 
 
-def open_export(path: Path) -> Export:
-    """The export at ``path``, read-only. Raises TraceError ('<file>: why') for anything that is not one."""
+def open_export(path: Path, shown_as: Path | None = None) -> Export:
+    """The export at ``path``, read-only. Raises TraceError ('<file>: why', the file ``shown_as`` when
+    given: the report it was exported from) for anything that is not one."""
     path = Path(path)
+    shown = shown_as or path
     try:
         with open_regular(path) as fh:
             head = fh.read(len(SQLITE_MAGIC))
     except (OSError, NotARegularFile) as e:
-        raise TraceError(f"{path}: {getattr(e, 'strerror', None) or e}") from None
+        raise TraceError(f"{shown}: {getattr(e, 'strerror', None) or e}") from None
     if head != SQLITE_MAGIC:
         raise TraceError(
-            f"{path}: not an SQLite file, so not an nsys export (export a report with nsys export --type sqlite)"
+            f"{shown}: not an SQLite file, so not an nsys export (export a report with nsys export --type sqlite)"
         )
     try:
         conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, check_same_thread=False)
@@ -93,10 +95,10 @@ def open_export(path: Path) -> Export:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         columns = {t: {r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')} for t in tables}
     except sqlite3.DatabaseError as e:
-        raise TraceError(f"{path}: not a readable SQLite database ({e})") from None
-    if not any(t in columns for t in ACTIVITY_TABLES):
-        conn.close()
-        raise TraceError(f"{path}: {NOT_NSYS}")
+        raise TraceError(f"{shown}: not a readable SQLite database ({e})") from None
+    if "EXPORT_META_DATA" not in columns and not any(t in columns for t in ACTIVITY_TABLES):
+        conn.close()  # an export with nothing we read (only OS runtime calls, say) still has its meta data
+        raise TraceError(f"{shown}: {NOT_NSYS}")
     export = Export(path, conn, columns)
     if "EXPORT_META_DATA" in columns:
         meta = dict(conn.execute("SELECT name, value FROM EXPORT_META_DATA"))

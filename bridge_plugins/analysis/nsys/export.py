@@ -33,6 +33,7 @@ NO_NSYS = (
     "'nsys export --type sqlite -o {sqlite} {path}' where nsys is installed, then read {sqlite}"
 )
 EXPORT_TIMEOUT_S = 3600
+FORMAT = "nsys-rep"
 
 
 def nsys_binary() -> str | None:
@@ -95,5 +96,5 @@ def export_report(path: Path) -> Path:
 
 
 def summarize_report(path: Path) -> TraceAsRead:
-    """The trace entry of a ``.nsys-rep``: its export's, with the report's own name."""
-    return summarize_export(export_report(Path(path)), shown_as=Path(path))
+    """The trace entry of a ``.nsys-rep``: its export's, with the report's own name and format."""
+    return {**summarize_export(export_report(Path(path)), shown_as=Path(path)), "format": FORMAT}

@@ -70,7 +70,7 @@ def summarize_export(path: Path, shown_as: Path | None = None) -> TraceAsRead:
     """The trace entry of the export at ``path`` (``shown_as``: the file the user named, e.g. the
     ``.nsys-rep`` it was exported from). Raises TraceError for a file that is not a readable export."""
     shown = Path(shown_as or path)
-    export = open_export(path)
+    export = open_export(path, shown)
     try:
         return _summary(export, shown)
     except sqlite3.Error as e:
