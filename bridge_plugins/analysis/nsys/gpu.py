@@ -2,9 +2,9 @@
 
 Kernels get HolisticTraceAnalysis's kernel types from their demangled names
 (``gpu_breakdown.kernel_type``: NCCL kernels are communication); every row of the memcpy and
-memset tables is memory. Unions of intervals are computed by SQLite in one window query over
-every GPU activity ordered by start: a row adds ``end - max(start, latest end before it)`` when
-positive, per kind, so nothing but a few sums reaches Python.
+memset tables is memory. Unions of intervals come from one pass over every GPU activity ordered by
+start: a row adds ``end - max(start, latest end before it)`` when positive, per union; only a
+block of rows is in Python at a time.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.analyzers.overlap import Overlap
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, Export
-from bridge_plugins.analysis.nsys.stats import MEMSET_NAME, copy_kind_name
+from bridge_plugins.analysis.nsys.stats import FETCH, MEMSET_NAME, copy_kind_name
 from bridge_plugins.analysis.trace.gpu_breakdown import COMMUNICATION, COMPUTATION, MEMORY, kernel_type
 
 if TYPE_CHECKING:
@@ -67,32 +67,40 @@ def activity_sql(export: Export) -> str | None:
     return " UNION ALL ".join(parts) or None
 
 
-def _added(condition: str, latest: str) -> str:
-    """The time a row adds to the union of the rows matching ``condition``."""
-    return f"total(CASE WHEN {condition} THEN max(0, end - max(start, coalesce({latest}, start))) END)"
-
-
 def gpu_figures(export: Export) -> GpuFigures | None:
-    """The union sums of the GPU activity (None for an export without any)."""
+    """The union sums of the GPU activity (None for an export without any): one cursor ordered by
+    start, sorted by SQLite (spilling to disk), walked a block of rows at a time with a running
+    latest end per union (all; not memory; computation or communication; each of the two)."""
     source = activity_sql(export)
     if source is None:
         return None
-    kinds = {
-        "all": "1",
-        "comp": f"code = {CODES[COMPUTATION]}",
-        "notmem": f"code <> {CODES[MEMORY]}",
-        "comm": f"code = {CODES[COMMUNICATION]}",
-        "cc": f"code IN ({CODES[COMPUTATION]}, {CODES[COMMUNICATION]})",
-    }
-    latest = ", ".join(f"max(CASE WHEN {c} THEN end END) OVER before AS latest_{k}" for k, c in kinds.items())
-    sums = ", ".join(_added(c, f"latest_{k}") for k, c in kinds.items())
-    sql = f"""SELECT count(*), min(start), max(end), {sums} FROM (
-        SELECT start, end, code, {latest} FROM ({source})
-        WINDOW before AS (ORDER BY start, end ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))"""
-    n, first, last, busy, comp, notmem, comm, cc = export.conn.execute(sql).fetchone()
-    if not n:
+    cur = export.conn.execute(f"SELECT start, end, code FROM ({source}) ORDER BY start, end")
+    comp, comm, memory = CODES[COMPUTATION], CODES[COMMUNICATION], CODES[MEMORY]
+    la = ln = lcc = lc = lm = -(1 << 62)  # the latest end so far per union
+    ba = bn = bcc = bc = bm = 0  # each union's length so far
+    n, first = 0, None
+    for rows in iter(lambda: cur.fetchmany(FETCH), []):
+        first = rows[0][0] if first is None else first
+        n += len(rows)
+        for s, e, code in rows:  # unrolled: this loop is most of the reading time
+            if e > la:
+                ba, la = ba + e - (s if s > la else la), e
+            if code == memory:
+                continue
+            if e > ln:
+                bn, ln = bn + e - (s if s > ln else ln), e
+            if code != comp and code != comm:
+                continue
+            if e > lcc:
+                bcc, lcc = bcc + e - (s if s > lcc else lcc), e
+            if code == comp:
+                if e > lc:
+                    bc, lc = bc + e - (s if s > lc else lc), e
+            elif e > lm:
+                bm, lm = bm + e - (s if s > lm else lm), e
+    if not n or first is None:
         return None
-    return GpuFigures(n, first, (last - first) / 1e3, busy / 1e3, comp / 1e3, notmem / 1e3, comm / 1e3, cc / 1e3)
+    return GpuFigures(n, first, (la - first) / 1e3, ba / 1e3, bc / 1e3, bn / 1e3, bm / 1e3, bcc / 1e3)
 
 
 def breakdown(f: GpuFigures) -> GpuBreakdown:

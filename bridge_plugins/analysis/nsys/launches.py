@@ -41,6 +41,8 @@ def build_launch_table(export: Export) -> int:
     call (analyzers.launches' list), ``t`` the call's start. Returns the row count."""
     conn = export.conn
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS launch(t INTEGER, cpu INTEGER, gpu INTEGER, delay INTEGER)")
+    for column in ("cpu", "gpu", "delay"):
+        conn.execute(f"DROP INDEX IF EXISTS temp.launch_{column}")
     conn.execute("DELETE FROM temp.launch")
     ids = runtime_ids(export, _CALLS | {"cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx"})
     if not ids or not export.has(RUNTIME, "correlationId"):
@@ -63,8 +65,8 @@ def build_launch_table(export: Export) -> int:
 
 
 def distribution(export: Export, column: str) -> Distribution:
-    """analyzers.stats.describe of a column of ``temp.launch`` (us), with numpy's linear quantiles,
-    from SQL: two scans and one sort."""
+    """analyzers.stats.describe of a column of ``temp.launch`` (us), with numpy's linear quantiles:
+    SQLite aggregates it and indexes it once, and the quantiles' rows are read through the index."""
     conn = export.conn
     n, mean, lo, hi = conn.execute(
         f"SELECT count(*), avg({column}), min({column}), max({column}) FROM temp.launch"
@@ -72,17 +74,18 @@ def distribution(export: Export, column: str) -> Distribution:
     if not n:
         return Distribution(count=0)
     sq = conn.execute(f"SELECT total(({column} - ?) * ({column} - ?)) FROM temp.launch", (mean, mean)).fetchone()[0]
-    positions = {q: q * (n - 1) for q in QUANTILES}
-    wanted = sorted({int(p) + k for p in positions.values() for k in (0, 1) if int(p) + k < n})
-    sql = f"""SELECT r, v FROM (SELECT {column} AS v, row_number() OVER (ORDER BY {column}) - 1 AS r FROM temp.launch)
-        WHERE r IN ({", ".join(map(str, wanted))})"""
-    at = dict(conn.execute(sql))
+    conn.execute(f"CREATE INDEX IF NOT EXISTS temp.launch_{column} ON launch({column})")
 
-    def quantile(p: float) -> float:
+    def at(i: int) -> float:
+        sql = f"SELECT {column} FROM temp.launch ORDER BY {column} LIMIT 1 OFFSET ?"
+        return float(conn.execute(sql, (i,)).fetchone()[0])
+
+    def quantile(q: float) -> float:
+        p = q * (n - 1)
         i = int(p)
-        return (at[i] + (p - i) * (at[i + 1] - at[i]) if i + 1 < n else at[i]) / 1e3
+        return (at(i) + (p - i) * (at(i + 1) - at(i)) if i + 1 < n else at(i)) / 1e3
 
-    q = [quantile(positions[x]) for x in QUANTILES]
+    q = [quantile(x) for x in QUANTILES]
     std = (sq / (n - 1)) ** 0.5 / 1e3 if n > 1 else None
     return Distribution(n, mean / 1e3, std, lo / 1e3, q[0], q[1], q[2], q[3], hi / 1e3)
 

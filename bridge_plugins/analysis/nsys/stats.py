@@ -4,16 +4,15 @@
 the ``_v<N>`` version suffix cut from the name), ``gpumemtimesum`` (copies by kind, memsets) and
 ``nvtxsum`` (NVTX ranges by name, ``domain:`` prefixed, and style). Each row: count, total, mean,
 median (the mean of the two middle values for an even count), min, max and sample standard
-deviation, in nanoseconds as nsys prints them. One ordered cursor per table (sorted by SQLite,
-which spills to disk), walked a row at a time with exact integer sums: nothing grows with the rows.
+deviation, in nanoseconds as nsys prints them; aggregated by SQLite (``_grouped``), so nothing
+in Python grows with the rows.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,37 +74,46 @@ def copy_kind_name(kind: int) -> str:
     return f"[CUDA memcpy {COPY_KINDS.get(kind, str(kind))}]"
 
 
-def _walk(rows: Iterable[tuple]) -> list[tuple]:
-    """Rows ``(key, duration, group size)`` sorted by key then duration -> one figure tuple per key."""
-    out: list[tuple] = []
-    key, n, total, squares, lo, hi, mid = None, 0, 0, 0, 0, 0, 0
-    for k, dur, size in rows:
-        if k != key or n == 0:
-            if n:
-                out.append(_figures(key, n, total, squares, lo, hi, mid))
-            key, n, total, squares, lo, mid = k, 0, 0, 0, dur, 0
-        if n == (size - 1) // 2 or n == size // 2:
-            mid += dur
-        n += 1
-        total += dur
-        squares += dur * dur
-        hi = dur
-    if n:
-        out.append(_figures(key, n, total, squares, lo, hi, mid))
-    return out
-
-
-def _figures(key: object, n: int, total: int, squares: int, lo: int, hi: int, mid: int) -> tuple:
-    variance = (n * squares - total * total) / (n * (n - 1)) if n > 1 else 0.0  # exact integers until here
-    median = mid / 2 if n % 2 == 0 else float(mid)
-    return key, n, total, total / n, median, lo, hi, math.sqrt(max(variance, 0.0))
+def _figures(key: tuple, n: int, total: int, lo: int, hi: int, mean: float, squares: float, middle: list[int]) -> tuple:
+    median = sum(middle) / len(middle)
+    std = math.sqrt(squares / (n - 1)) if n > 1 else 0.0
+    return key, n, total, mean, median, lo, hi, std
 
 
 def _grouped(export: Export, source: str) -> list[tuple]:
-    """Figures per key of ``source`` (a SELECT of ``key, dur``), through one sorted cursor."""
-    sql = f"SELECT key, dur, count(*) OVER (PARTITION BY key) FROM ({source}) ORDER BY key, dur"
-    cur = export.conn.execute(sql)
-    return _walk(row for batch in iter(lambda: cur.fetchmany(FETCH), []) for row in batch)
+    """Figures per key of ``source`` (a SELECT of ``k1, k2, k3, dur``: three key columns, never NULL):
+    the rows go to a temporary table (on disk) with an index by key and duration, from which SQLite
+    aggregates each key in order and reads its middle rows directly: nothing grows with the rows."""
+    conn = export.conn
+    conn.execute("DROP TABLE IF EXISTS temp.vals")
+    conn.execute("CREATE TEMP TABLE vals(k1, k2, k3, d INTEGER)")
+    try:
+        conn.execute(f"INSERT INTO temp.vals SELECT * FROM ({source})")
+        conn.execute("CREATE INDEX temp.vals_by_key ON vals(k1, k2, k3, d)")
+        sums = conn.execute(
+            "SELECT k1, k2, k3, count(*), sum(d), min(d), max(d), avg(d) FROM temp.vals GROUP BY k1, k2, k3"
+        ).fetchall()
+        squares = {
+            tuple(r[:3]): r[3]
+            for r in conn.execute(
+                "SELECT v.k1, v.k2, v.k3, total((v.d - a.m) * (v.d - a.m)) FROM temp.vals v JOIN "
+                "(SELECT k1, k2, k3, avg(d) AS m FROM temp.vals GROUP BY k1, k2, k3) a "
+                "ON a.k1 = v.k1 AND a.k2 = v.k2 AND a.k3 = v.k3 GROUP BY v.k1, v.k2, v.k3"
+            )
+        }
+        out = []
+        for k1, k2, k3, n, total, lo, hi, mean in sums:
+            middle = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT d FROM temp.vals WHERE k1 = ? AND k2 = ? AND k3 = ? ORDER BY d LIMIT ? OFFSET ?",
+                    (k1, k2, k3, 2 - n % 2, (n - 1) // 2),
+                )
+            ]
+            out.append(_figures((k1, k2, k3), n, total, lo, hi, mean, squares[(k1, k2, k3)], middle))
+        return out
+    finally:
+        conn.execute("DROP TABLE IF EXISTS temp.vals")
 
 
 def _no_detail(key: object) -> str | None:
@@ -115,46 +123,52 @@ def _no_detail(key: object) -> str | None:
 def _rows(
     figures: list[tuple], name_of: Callable[[Any], str], detail_of: Callable[[Any], str | None] = _no_detail
 ) -> list[StatRow]:
-    """StatRows of ``_walk``'s figure tuples, largest total first (ties by name)."""
+    """StatRows of ``_grouped``'s figure tuples, largest total first (ties by name)."""
     rows = [StatRow(name_of(k), n, t, a, m, lo, hi, sd, detail_of(k)) for k, n, t, a, m, lo, hi, sd in figures]
     return sorted(rows, key=lambda r: (-r.total_ns, r.name))
 
 
+def _shape(grid: int, block: int) -> str | None:
+    """'grid X Y Z block X Y Z' of the packed dimensions (kernel_stats), None where the export has none."""
+    if grid < 0:
+        return None
+    g = (grid >> 32, (grid >> 16) & 0xFFFF, grid & 0xFFFF)
+    b = (block >> 20, (block >> 10) & 0x3FF, block & 0x3FF)
+    return "grid {} {} {} block {} {} {}".format(*g, *b)
+
+
 def kernel_stats(export: Export) -> list[StatRow]:
-    """gpukernsum: kernels by demangled name, grid and block."""
-    if not export.has(KERNEL):
+    """gpukernsum: kernels by demangled name, grid and block (packed into integers: cheaper keys)."""
+    if not export.has(KERNEL, "demangledName"):
         return []
-    shape = "printf('grid %d %d %d block %d %d %d', gridX, gridY, gridZ, blockX, blockY, blockZ)"
-    if not export.has(KERNEL, "gridX", "blockX"):
-        shape = "''"
-    key = f"json_array(demangledName, {shape})"  # one sortable key of (name id, shape)
-    figures = _grouped(export, f"SELECT {key} AS key, end - start AS dur FROM {KERNEL}")
-    keys = [json.loads(f[0]) for f in figures]
-    names = export.names([k[0] for k in keys])
-    by_key = {f[0]: k for f, k in zip(figures, keys, strict=True)}
-    return _rows(figures, lambda k: names[by_key[k][0]], lambda k: by_key[k][1] or None)
+    grid, block = "-1", "0"
+    if export.has(KERNEL, "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ"):
+        grid, block = "(gridX << 32) | (gridY << 16) | gridZ", "(blockX << 20) | (blockY << 10) | blockZ"
+    figures = _grouped(export, f"SELECT demangledName, {grid}, {block}, end - start FROM {KERNEL}")
+    names = export.names(list({f[0][0] for f in figures}))
+    return _rows(figures, lambda k: names[k[0]], lambda k: _shape(k[1], k[2]))
 
 
 def api_stats(export: Export) -> list[StatRow]:
     """cudaapisum: CUDA runtime calls by name id (two ids with one name stay two rows, as in nsys)."""
     if not export.has(RUNTIME, "nameId"):
         return []
-    figures = _grouped(export, f"SELECT nameId AS key, end - start AS dur FROM {RUNTIME}")
-    names = export.names([f[0] for f in figures])
-    return _rows(figures, lambda k: api_name(names[k]))
+    figures = _grouped(export, f"SELECT nameId, 0, 0, end - start FROM {RUNTIME}")
+    names = export.names([f[0][0] for f in figures])
+    return _rows(figures, lambda k: api_name(names[k[0]]))
 
 
 def memory_stats(export: Export) -> list[StatRow]:
     """gpumemtimesum: copies by kind, then every memset as one row."""
     parts = []
     if export.has(MEMCPY, "copyKind"):
-        parts.append(f"SELECT copyKind AS key, end - start AS dur FROM {MEMCPY}")
+        parts.append(f"SELECT copyKind, 0, 0, end - start FROM {MEMCPY}")
     if export.has(MEMSET):
-        parts.append(f"SELECT -1 AS key, end - start AS dur FROM {MEMSET}")
+        parts.append(f"SELECT -1, 0, 0, end - start FROM {MEMSET}")
     if not parts:
         return []
     figures = _grouped(export, " UNION ALL ".join(parts))
-    return _rows(figures, lambda k: MEMSET_NAME if k == -1 else copy_kind_name(k))
+    return _rows(figures, lambda k: MEMSET_NAME if k[0] == -1 else copy_kind_name(k[0]))
 
 
 def nvtx_name_sql(export: Export, alias: str = "ne") -> str:
@@ -178,11 +192,11 @@ def nvtx_stats(export: Export) -> list[StatRow]:
             "AND (d.globalTid & 0x0000FFFFFF000000) = (ne.globalTid & 0x0000FFFFFF000000) ORDER BY d.start LIMIT 1)"
         )
     last = f"(SELECT max(max(start), max(coalesce(end, start))) FROM {NVTX})"
-    source = f"""SELECT json_array(CASE WHEN dom IS NOT NULL THEN dom || ':' || coalesce(nm, '') ELSE nm END, st) AS key,
+    source = f"""SELECT coalesce(CASE WHEN dom IS NOT NULL THEN dom || ':' || coalesce(nm, '') ELSE nm END, ''), st, 0,
         dur FROM (SELECT {domain} AS dom, {name} AS nm, {style} AS st, coalesce(ne.end, {last}) - ne.start AS dur
         FROM {NVTX} ne WHERE ne.eventType IN ({types}))"""
     figures = _grouped(export, source)
-    return _rows(figures, lambda k: json.loads(k)[0] or "", lambda k: json.loads(k)[1])
+    return _rows(figures, lambda k: k[0], lambda k: k[1])
 
 
 def nsys_stats(export: Export) -> NsysStats:
