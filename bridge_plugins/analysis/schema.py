@@ -6,13 +6,11 @@ analyses and findings are dataclasses (analyzers/, findings/). docs/analysis-sch
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 from bridge_plugins.analysis.findings.model import Finding
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.nsys.summary import NsysReport
+from bridge_plugins.analysis.nsys.summary import NsysReport
 
 
 class StepStats(TypedDict):

@@ -19,7 +19,10 @@ def add_parser(sub) -> None:
         "kernels; across ranks: stragglers and who waits on them.",
     )
     p.add_argument(
-        "paths", nargs="+", metavar="PATH", help="a job directory, or trace (.json/.json.gz) and snapshot files"
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a job directory, or trace (.json/.json.gz, nsys .nsys-rep/.sqlite) and snapshot files",
     )
     p.add_argument(
         "--json", action="store_true", help="print the figures as JSON (schema in bridge_plugins/analysis/summarize.py)"
