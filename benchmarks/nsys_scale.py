@@ -39,9 +39,11 @@ def build(path: Path, size_mb: float) -> tuple[int, int]:
         with sqlite3.connect(partial) as conn:
             cols = [r[1] for r in conn.execute(f"PRAGMA table_info({KERNEL})")]
             shifted = ", ".join("start + :shift" if c == "start" else "end + :shift" if c == "end" else c for c in cols)
-            while partial.stat().st_size < size_mb * 1e6:
-                lo, hi = conn.execute(f"SELECT min(start), max(end) FROM {KERNEL}").fetchone()
-                conn.execute(f"INSERT INTO {KERNEL} SELECT {shifted} FROM {KERNEL}", {"shift": hi - lo + 1_000_000})
+            while (size := partial.stat().st_size) < size_mb * 1e6:
+                lo, hi, rows = conn.execute(f"SELECT min(start), max(end), count(*) FROM {KERNEL}").fetchone()
+                more = min(rows, int(rows * (size_mb * 1e6 - size) / size) + 1000)  # double, or what is left
+                sql = f"INSERT INTO {KERNEL} SELECT {shifted} FROM {KERNEL} ORDER BY rowid LIMIT :more"
+                conn.execute(sql, {"shift": hi - lo + 1_000_000, "more": more})
                 conn.commit()
                 print(f"  {partial.stat().st_size / 1e6:.0f} MB", file=sys.stderr, flush=True)
         partial.replace(path)

@@ -18,9 +18,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bridge_plugins.analysis.analyzers.stats import describe
 from bridge_plugins.analysis.nsys.db import open_export
+from bridge_plugins.analysis.nsys.gpu import _Union
 from bridge_plugins.analysis.nsys.stats import StatRow, nsys_stats
 from bridge_plugins.analysis.summarize import summarize
 from tests.analysis.nsys_fixture import FIRST_STEP, NSYS_FIXTURES, SAXPY, copy_of, need_fixture, with_steps_and_nccl
@@ -258,3 +261,17 @@ def test_a_real_nsys_rep_is_exported_once_and_read(tmp_path, monkeypatch, capfd)
     assert t["format"] == "nsys-rep" and t["file"] == str(report) and t["nsys"].version.startswith("2022.4")
     assert first["traces"][0]["events"] == t["events"] and t["gpu"] is None
     assert len(list((tmp_path / "cache" / "nsys").glob("profile_4242-*.sqlite"))) == 1
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 10**12), st.integers(0, 10**9)), max_size=60),
+    st.integers(1, 7),
+)
+@settings(max_examples=200, deadline=None)
+def test_the_block_union_equals_the_plain_sweep(pairs, block):
+    intervals = sorted((s, s + d) for s, d in pairs)
+    u = _Union()
+    for at in range(0, len(intervals), block):  # fed a block at a time, as the reader does
+        part = np.array(intervals[at : at + block], dtype=np.int64).reshape(-1, 2)
+        u.add(part[:, 0], part[:, 1])
+    assert u.length == union(intervals)

@@ -3,14 +3,16 @@
 Kernels get HolisticTraceAnalysis's kernel types from their demangled names
 (``gpu_breakdown.kernel_type``: NCCL kernels are communication); every row of the memcpy and
 memset tables is memory. Unions of intervals come from one pass over every GPU activity ordered by
-start: a row adds ``end - max(start, latest end before it)`` when positive, per union; only a
-block of rows is in Python at a time.
+start: a row adds ``end - max(start, latest end before it)`` when positive, per union, a block of
+rows at a time in numpy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from bridge_plugins.analysis.analyzers.overlap import Overlap
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, Export
@@ -67,40 +69,50 @@ def activity_sql(export: Export) -> str | None:
     return " UNION ALL ".join(parts) or None
 
 
+UNIONS = {  # the kind codes each union covers, in GpuFigures' order
+    "busy": (1, 2, 3, 4),
+    "computation": (1,),
+    "not_memory": (1, 2, 3),
+    "communication": (2,),
+    "comp_or_comm": (1, 2),
+}
+
+
+class _Union:
+    """The length of a union of intervals fed in order of start, a block at a time (numpy)."""
+
+    def __init__(self) -> None:
+        self.latest, self.length = -(1 << 62), 0
+
+    def add(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        if len(starts) == 0:
+            return
+        before = np.maximum.accumulate(np.concatenate(([self.latest], ends)))  # latest end before each row
+        # a row adds end - max(start, latest end before it) when that is positive
+        self.length += int(np.maximum(ends - np.maximum(starts, before[:-1]), 0).sum())
+        self.latest = int(before[-1])
+
+
 def gpu_figures(export: Export) -> GpuFigures | None:
     """The union sums of the GPU activity (None for an export without any): one cursor ordered by
-    start, sorted by SQLite (spilling to disk), walked a block of rows at a time with a running
-    latest end per union (all; not memory; computation or communication; each of the two)."""
+    start, sorted by SQLite (spilling to disk), taken a block of rows at a time into numpy."""
     source = activity_sql(export)
     if source is None:
         return None
     cur = export.conn.execute(f"SELECT start, end, code FROM ({source}) ORDER BY start, end")
-    comp, comm, memory = CODES[COMPUTATION], CODES[COMMUNICATION], CODES[MEMORY]
-    la = ln = lcc = lc = lm = -(1 << 62)  # the latest end so far per union
-    ba = bn = bcc = bc = bm = 0  # each union's length so far
+    unions = {name: _Union() for name in UNIONS}
     n, first = 0, None
     for rows in iter(lambda: cur.fetchmany(FETCH), []):
-        first = rows[0][0] if first is None else first
-        n += len(rows)
-        for s, e, code in rows:  # unrolled: this loop is most of the reading time
-            if e > la:
-                ba, la = ba + e - (s if s > la else la), e
-            if code == memory:
-                continue
-            if e > ln:
-                bn, ln = bn + e - (s if s > ln else ln), e
-            if code != comp and code != comm:
-                continue
-            if e > lcc:
-                bcc, lcc = bcc + e - (s if s > lcc else lcc), e
-            if code == comp:
-                if e > lc:
-                    bc, lc = bc + e - (s if s > lc else lc), e
-            elif e > lm:
-                bm, lm = bm + e - (s if s > lm else lm), e
+        block = np.array(rows, dtype=np.int64)
+        first = int(block[0, 0]) if first is None else first
+        n += len(block)
+        for name, codes in UNIONS.items():
+            rows_of = block if len(codes) == 4 else block[np.isin(block[:, 2], codes)]
+            unions[name].add(rows_of[:, 0], rows_of[:, 1])
     if not n or first is None:
         return None
-    return GpuFigures(n, first, (la - first) / 1e3, ba / 1e3, bc / 1e3, bn / 1e3, bm / 1e3, bcc / 1e3)
+    busy, comp, notmem, comm, cc = (unions[name].length / 1e3 for name in UNIONS)
+    return GpuFigures(n, first, (unions["busy"].latest - first) / 1e3, busy, comp, notmem, comm, cc)
 
 
 def breakdown(f: GpuFigures) -> GpuBreakdown:
