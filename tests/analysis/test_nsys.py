@@ -174,6 +174,8 @@ def test_summary_json_names_the_format_and_has_steps_syncs_and_launches(standin)
     for field, value in vars(a.launches.gpu_duration_us).items():
         assert value == pytest.approx(getattr(expected, field), rel=1e-12), field
     assert a.overlap.overlap_pct == pytest.approx(50.0, abs=1e-6)
+    copies = {k.kind: (k.events, k.pageable, k.bytes) for k in a.bandwidth.kinds}
+    assert copies == {"Memcpy HtoD": (10, 10, 10 * 262144000.0), "Memcpy DtoH": (5, 5, 5 * 262144000.0)}
     kinds = {f.kind for f in s["findings"]}
     assert {"sync_point", "memcpy"} <= kinds
     assert {r["name"]: r["calls"] for r in t["top_cpu_ops"]}["cudaMemcpy"] == 15

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
-from bridge_plugins.analysis.nsys import gpu, launches, steps
+from bridge_plugins.analysis.nsys import copies, gpu, launches, steps
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Export, open_export, sql_errors
 from bridge_plugins.analysis.nsys.launches import calls_once
 from bridge_plugins.analysis.nsys.stats import NsysStats, api_name, nsys_stats
@@ -42,7 +42,7 @@ class NsysReport:
 
 NOTE = (
     "Nsight Systems report: no PyTorch operators, so no per-stream idle causes, queue lengths, "
-    "bandwidth, module attribution or step timelines; GPU figures cover every GPU in the report"
+    "copy bandwidth, module attribution or step timelines; GPU figures cover every GPU in the report"
 )
 
 
@@ -92,7 +92,7 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
         idle=None,
         launches=launches.launch_stats(export),
         queue=None,
-        bandwidth=None,
+        bandwidth=copies.memory_copies(export),
         kernels=None,
         attribution=None,
         syncs=syncs,
