@@ -238,7 +238,9 @@ def test_a_real_nsys_rep_is_exported_once_and_read(tmp_path, monkeypatch, capfd)
     nsys = shutil.which("nsys")
     if nsys is None:
         pytest.skip("no nsys on PATH (scripts/install_nsys.sh installs it)")
-    report = tmp_path / "profile_4242.nsys-rep"
+    job = tmp_path / "job"
+    (job / "nsys_profile").mkdir(parents=True)
+    report = job / "nsys_profile" / "profile_4242.nsys-rep"
     cmd = [
         nsys,
         "profile",
@@ -257,7 +259,7 @@ def test_a_real_nsys_rep_is_exported_once_and_read(tmp_path, monkeypatch, capfd)
     monkeypatch.setenv("BRIDGE_PLUGINS_CACHE", str(tmp_path / "cache"))
     first = summarize([report])
     assert "exporting" in capfd.readouterr().err
-    again = summarize([report])
+    again = summarize([job])  # the job directory: the same report, found by the scan
     assert "exporting" not in capfd.readouterr().err  # the cached export is read
     t = again["traces"][0]
     assert t["format"] == "nsys-rep" and t["file"] == str(report) and t["nsys"].version.startswith("2022.4")
@@ -277,3 +279,17 @@ def test_the_block_union_equals_the_plain_sweep(pairs, block):
         part = np.array(intervals[at : at + block], dtype=np.int64).reshape(-1, 2)
         u.add(part[:, 0], part[:, 1])
     assert u.length == union(intervals)
+
+
+def test_the_four_commands_take_an_export(standin, tmp_path, capsys):
+    from bridge_plugins.cli import main
+
+    assert main(["summary", str(standin), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["traces"][0]["format"] == "nsys-sqlite" and out["traces"][0]["nsys"]["stats"]["gpu_kernels"]
+    assert main(["diagnose", str(standin), "--json"]) == 0
+    assert "sync_point" in {f["kind"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert main(["report", str(standin), "-o", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").stat().st_size > 1000
+    assert main(["compare", str(SAXPY), str(standin)]) == 0
+    assert "GPU communication" in capsys.readouterr().out
