@@ -293,3 +293,20 @@ def test_the_four_commands_take_an_export(standin, tmp_path, capsys):
     assert (tmp_path / "r.html").stat().st_size > 1000
     assert main(["compare", str(SAXPY), str(standin)]) == 0
     assert "GPU communication" in capsys.readouterr().out
+
+
+def test_a_large_export_shows_its_phases_on_a_terminal(standin, monkeypatch):
+    import io
+
+    from bridge_plugins.analysis.nsys import summary as nsys_summary
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    monkeypatch.setattr(nsys_summary, "BIG_BYTES", 0)  # the stand-in counts as large
+    nsys_summary.summarize_export(standin)
+    lines = term.getvalue().split("\r")
+    assert "bridge-plugins: standin.sqlite: GPU time split\x1b[K" in lines and lines[-1] == "\x1b[K"

@@ -11,6 +11,7 @@ Figures that need PyTorch's operators or per-stream idle attribution are None, a
 from __future__ import annotations
 
 import sqlite3
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from bridge_plugins.analysis.schema import OpRow, TraceAsRead
 
 FORMAT = "nsys-sqlite"
+BIG_BYTES = 100 * 1024 * 1024  # exports from this size on show their phases on a terminal
 
 
 @dataclass
@@ -79,18 +81,31 @@ def summarize_export(path: Path, shown_as: Path | None = None) -> TraceAsRead:
         export.close()
 
 
+def _phase(shown: Path, what: str, big: bool) -> None:
+    """A progress line on a terminal while a large export is read (it takes minutes per GB)."""
+    if big and sys.stderr.isatty():
+        sys.stderr.write(f"\rbridge-plugins: {shown.name}: {what}\x1b[K")
+        sys.stderr.flush()
+
+
 def _summary(export: Export, shown: Path) -> TraceAsRead:
+    big = export.path.stat().st_size > BIG_BYTES
+    _phase(shown, "GPU time split", big)
     types = gpu.classify_kernels(export)
     figures = gpu.gpu_figures(export)
+    _phase(shown, "launches", big)
     launches.build_launch_table(export)
     found = steps.nvtx_steps(export)
     syncs = steps.sync_points(export, found)
     details = steps.step_details(export, found, syncs.per_step)
+    launch_figures = launches.launch_stats(export)
+    _phase(shown, "nsys stats tables", big)
     stats = nsys_stats(export)
+    _phase(shown, "kernel table", big)
     analyses = TraceAnalyses(
         overlap=gpu.overlap(figures) if figures else None,
         idle=None,
-        launches=launches.launch_stats(export),
+        launches=launch_figures,
         queue=None,
         bandwidth=copies.memory_copies(export),
         kernels=None,
@@ -100,6 +115,10 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
         timelines=[],
         note=NOTE,
     )
+    top_kernels = gpu.kernel_rows(export, types)
+    _phase(shown, "done", big)
+    if big and sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K")
     rank, source = _rank(shown, export)
     step_figures = step_stats({n: (e - s) / 1e3 for n, (s, e) in found.items()})
     if not found:
@@ -114,7 +133,7 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
         "per_step": [{"step": d.step, "time_us": d.duration_us, "gpu_idle_share": None} for d in details],
         "gpu": gpu.breakdown(figures) if figures else None,
         "top_cpu_ops": api_rows(export),
-        "top_gpu_kernels": gpu.kernel_rows(export, types),
+        "top_gpu_kernels": top_kernels,
         "analyses": analyses,
         "format": FORMAT,
         "nsys": NsysReport(export.version, export.schema_version, stats, steps.cupti_synchronizations(export)),
