@@ -26,7 +26,15 @@ from bridge_plugins.analysis.nsys.db import open_export
 from bridge_plugins.analysis.nsys.gpu import _Union
 from bridge_plugins.analysis.nsys.stats import StatRow, nsys_stats
 from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.nsys_fixture import FIRST_STEP, NSYS_FIXTURES, SAXPY, copy_of, need_fixture, with_steps_and_nccl
+from tests.analysis.nsys_fixture import (
+    FIRST_STEP,
+    NCCL_NAME,
+    NSYS_FIXTURES,
+    SAXPY,
+    copy_of,
+    need_fixture,
+    with_steps_and_nccl,
+)
 
 REPORTS = {
     "gpukernsum": "gpu_kernels",
@@ -189,8 +197,12 @@ def test_an_export_without_the_optional_tables_and_columns_is_read(standin):
             "UPDATE NVTX_EVENTS SET text = (SELECT value FROM StringIds WHERE id = textId) WHERE textId IS NOT NULL"
         )
         conn.execute("ALTER TABLE NVTX_EVENTS DROP COLUMN textId")  # names inline only, as older exports write them
+        inline = "(SELECT value FROM StringIds WHERE id = demangledName)"
+        conn.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = {inline}")  # kernel names inline too
     t = summarize([standin])["traces"][0]
     assert t["steps"]["count"] == 5 and t["gpu"]["gpu_events"] == 25
+    assert {k["name"]: k["type"] for k in t["top_gpu_kernels"]}[NCCL_NAME] == "communication"
+    assert t["gpu"]["communication_total_us"] > 0 and t["nsys"].stats.gpu_kernels[0].name.startswith(("saxpy", "nccl"))
     assert t["nsys"].version is None and t["nsys"].cupti_synchronizations == {}
 
 
