@@ -76,14 +76,12 @@ def distribution(export: Export, column: str) -> Distribution:
     sq = conn.execute(f"SELECT total(({column} - ?) * ({column} - ?)) FROM temp.launch", (mean, mean)).fetchone()[0]
     conn.execute(f"CREATE INDEX IF NOT EXISTS temp.launch_{column} ON launch({column})")
 
-    def at(i: int) -> float:
-        sql = f"SELECT {column} FROM temp.launch ORDER BY {column} LIMIT 1 OFFSET ?"
-        return float(conn.execute(sql, (i,)).fetchone()[0])
-
     def quantile(q: float) -> float:
         p = q * (n - 1)
         i = int(p)
-        return (at(i) + (p - i) * (at(i + 1) - at(i)) if i + 1 < n else at(i)) / 1e3
+        sql = f"SELECT {column} FROM temp.launch ORDER BY {column} LIMIT 2 OFFSET ?"  # the value and the next
+        pair = [float(r[0]) for r in conn.execute(sql, (i,))]
+        return (pair[0] + (p - i) * (pair[1] - pair[0]) if len(pair) == 2 else pair[0]) / 1e3
 
     q = [quantile(x) for x in QUANTILES]
     std = (sq / (n - 1)) ** 0.5 / 1e3 if n > 1 else None
