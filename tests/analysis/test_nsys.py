@@ -322,3 +322,12 @@ def test_a_large_export_shows_its_phases_on_a_terminal(standin, monkeypatch):
     nsys_summary.summarize_export(standin)
     lines = term.getvalue().split("\r")
     assert "bridge-plugins: standin.sqlite: GPU time split\x1b[K" in lines and lines[-1] == "\x1b[K"
+
+
+def test_a_gpu_table_without_process_ids_still_joins_its_launches(standin):
+    with sqlite3.connect(standin) as conn:  # memsets without globalPid, kernels with it
+        conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, value, bytes) "
+                     "VALUES (1, 2, 0, 1, 7, 0, 64)")  # fmt: skip
+        conn.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_MEMSET DROP COLUMN globalPid")
+    s = summarize([standin])
+    assert s["problems"] == [] and s["traces"][0]["analyses"].launches.launches == 5

@@ -47,10 +47,10 @@ def build_launch_table(export: Export) -> int:
     ids = runtime_ids(export, _CALLS | {"cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx"})
     if not ids or not export.has(RUNTIME, "correlationId"):
         return 0
-    same_process = ""
     for table in (KERNEL, MEMCPY, MEMSET):
         if not export.has(table, "correlationId"):
             continue
+        same_process = ""  # per table: one may have globalPid and another not
         if export.has(table, "globalPid") and export.has(RUNTIME, "globalTid"):
             same_process = f"AND (r.globalTid & {PID_MASK}) = (g.globalPid & {PID_MASK})"
         conn.execute(

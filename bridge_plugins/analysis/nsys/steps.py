@@ -25,7 +25,11 @@ NO_NVTX_STEPS = (
 )
 # CUpti_ActivitySynchronizationType
 SYNC_TYPES = {1: "event synchronize", 2: "stream wait event", 3: "stream synchronize", 4: "context synchronize"}
-STEP_OF = "(SELECT s.step FROM temp.steps s WHERE s.start <= {t} AND {t} < s.end ORDER BY s.start DESC LIMIT 1)"
+# the step a time falls in: the last step to start at or before it, if it has not ended (one index lookup)
+STEP_OF = (
+    "(SELECT step FROM (SELECT s.step, s.end FROM temp.steps s WHERE s.start <= {t} ORDER BY s.start DESC LIMIT 1) "
+    "WHERE {t} < end)"
+)
 
 
 def nvtx_steps(export: Export) -> dict[int, tuple[int, int]]:
