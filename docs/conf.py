@@ -53,4 +53,5 @@ nitpick_ignore_regex = [
     ("py:class", r"bridge_plugins\.analysis\.parallel\.Done"),
     # each analyzer's result class: documented field by field in analysis-schema.md, not twice
     ("py:class", r"bridge_plugins\.analysis\.analyzers\.[a-z_]+\.[A-Za-z]+"),
+    ("py:class", r"bridge_plugins\.analysis\.nsys\.[a-z_]+\.[A-Za-z]+"),  # the same, for nsys reports
 ]

@@ -10,6 +10,7 @@ from typing import TypedDict
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 from bridge_plugins.analysis.findings.model import Finding
+from bridge_plugins.analysis.nsys.summary import NsysReport
 
 
 class StepStats(TypedDict):
@@ -46,7 +47,14 @@ class KernelRow(TypedDict):
     calls: int
 
 
-class _TraceFigures(TypedDict):
+class _OtherFormat(TypedDict, total=False):
+    """The keys only a trace of another format than a Chrome trace has (analysis.formats)."""
+
+    format: str  # the format's name: 'nsys-sqlite'
+    nsys: NsysReport  # an Nsight Systems report's own tables (docs/nsys-reports.md)
+
+
+class _TraceFigures(_OtherFormat):
     """A trace's figures, every field but ``rank``."""
 
     file: str

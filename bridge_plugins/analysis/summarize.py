@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+from bridge_plugins.analysis import formats
 from bridge_plugins.analysis.analyzers.all import analyze
 from bridge_plugins.analysis.findings.run import rank_findings
 from bridge_plugins.analysis.parallel import Workers, trace_jobs
@@ -83,9 +84,9 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
     job.NothingToRead when no input could be read at all. ``top=None`` keeps every op and kernel.
     ``workers`` reads the traces in parallel (see analysis.parallel); the result is the same.
     """
-    found = find_inputs(paths)
+    found = find_inputs(paths, formats.knows)
     read: list[TraceAsRead] = []
-    for done in (workers or Workers()).map(summarize_trace, found.traces, TraceError):
+    for done in (workers or Workers()).map(formats.read, found.traces, TraceError):
         if done.error is None:
             read.append(cast(TraceAsRead, done.value))  # what summarize_trace returned
         else:

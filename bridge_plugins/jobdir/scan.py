@@ -4,7 +4,8 @@
 files we did not name are read when they are Chrome traces (torch's ``*.pt.trace.json[.gz]``, or a
 ``traceEvents`` key near the start) and reported otherwise, dot-names and hidden (staging) directories are skipped.
 :func:`find_artifacts` groups it by kind and rank for the main job; :func:`find_inputs` sorts the
-paths a reader was given (``*.json``/``*.json.gz`` traces, ``*.pickle``/``*.pkl`` snapshots).
+paths a reader was given (``*.json``/``*.json.gz`` traces, ``*.pickle``/``*.pkl`` snapshots, and
+the files of any other trace format the caller's ``knows`` claims: analysis.formats, e.g. nsys reports).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,7 @@ class JobFiles:
     artifacts: list[artifact_names.ArtifactName] = field(default_factory=list)
     unrecognised: list[Path] = field(default_factory=list)  # *.pt.trace.json[.gz] not named by us (torch's names)
     other_json: list[Path] = field(default_factory=list)  # any other .json[.gz]: a Chrome trace or not
+    other: list[Path] = field(default_factory=list)  # every other file (a reader of another format may claim it)
 
 
 def scan_job_dir(job_dir: Path, snapshot_name: str = artifact_names.DEFAULT_SNAPSHOT_NAME) -> JobFiles:
@@ -68,6 +70,8 @@ def scan_job_dir(job_dir: Path, snapshot_name: str = artifact_names.DEFAULT_SNAP
             found.unrecognised.append(p)
         elif p.name.endswith(_TRACE_ENDINGS):
             found.other_json.append(p)
+        else:
+            found.other.append(p)
     return found
 
 
@@ -82,9 +86,22 @@ def looks_like_chrome_trace(path: Path) -> bool:
     return head.lstrip()[:1] == b"{" and b'"traceEvents"' in head
 
 
-def _from_directory(job_dir: Path, found: Inputs) -> None:
+Knows = Callable[[Path], bool]
+"""Whether a reader of another trace format claims a file (analysis.formats.knows)."""
+
+
+def _claimed(paths: list[Path], knows: Knows | None) -> list[Path]:
+    """The files ``knows`` claims, less a report whose SQLite export lies beside it (``x.nsys-rep``
+    and ``x.sqlite``, as ``nsys export`` writes it): one capture is read once, from the export."""
+    claimed = [p for p in paths if knows is not None and knows(p)]
+    exports = {p.with_suffix("") for p in claimed if p.suffix == ".sqlite"}
+    return [p for p in claimed if p.suffix == ".sqlite" or p.with_suffix("") not in exports]
+
+
+def _from_directory(job_dir: Path, found: Inputs, knows: Knows | None = None) -> None:
     before = len(found.traces) + len(found.snapshots)
     scanned = scan_job_dir(job_dir)
+    nsys_reports = [name.path for name in scanned.artifacts if name.kind == "nsys_report"]
     for name in scanned.artifacts:
         if name.kind == "torch_trace":
             found.traces.append(name.path)
@@ -96,6 +113,7 @@ def _from_directory(job_dir: Path, found: Inputs) -> None:
             found.traces.append(p)
         else:
             found.problem(p, NOT_A_TRACE)
+    found.traces += _claimed(sorted(nsys_reports + scanned.other), knows)
     if len(found.traces) + len(found.snapshots) == before:
         found.problem(
             job_dir,
@@ -104,13 +122,14 @@ def _from_directory(job_dir: Path, found: Inputs) -> None:
         )
 
 
-def find_inputs(paths: Sequence[str | Path]) -> Inputs:
-    """Sort job directories and files into traces and snapshots. Raises NothingToRead if none."""
+def find_inputs(paths: Sequence[str | Path], knows: Knows | None = None) -> Inputs:
+    """Sort job directories and files into traces and snapshots; ``knows`` claims the files of other
+    trace formats (analysis.formats.knows). Raises NothingToRead if none."""
     found = Inputs()
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            _from_directory(p, found)
+            _from_directory(p, found, knows)
         elif not p.exists():
             found.problem(p, "no such file or directory")
         elif not p.is_file():  # a FIFO or device would block the read forever
@@ -121,6 +140,10 @@ def find_inputs(paths: Sequence[str | Path]) -> Inputs:
             found.traces.append(p)
         elif p.name.endswith(_SNAPSHOT_ENDINGS):
             found.snapshots.append(p)
+        elif knows is not None and knows(p):
+            found.traces.append(p)
+        elif knows is not None:
+            found.problem(p, "not a trace (.json, .json.gz, nsys .nsys-rep or .sqlite) or a memory snapshot (.pickle)")
         else:
             found.problem(p, "not a trace (.json, .json.gz) or a memory snapshot (.pickle)")
     found.traces = list(dict.fromkeys(found.traces))  # a file named twice (or in a directory also named) counts once

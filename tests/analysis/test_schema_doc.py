@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 from bridge_plugins.analysis.findings.model import Finding
+from bridge_plugins.analysis.nsys.summary import NsysReport
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analysis-schema.md"
 
@@ -28,7 +29,7 @@ def result_classes(cls, seen=None) -> list[type]:
 def test_every_field_is_documented_under_its_class():
     text = DOC.read_text()
     sections = dict(re.findall(r"^### (\w+)\n(.*?)(?=^##|\Z)", text, flags=re.S | re.M))
-    classes = result_classes(TraceAnalyses) + [Finding]
+    classes = result_classes(TraceAnalyses) + [Finding] + result_classes(NsysReport)
     assert len(classes) >= 20
     for cls in classes:
         assert cls.__name__ in sections, f"no '### {cls.__name__}' in {DOC.name}"

@@ -60,7 +60,8 @@ def headlines(a: TraceAnalyses) -> list[tuple[str, str]]:
             (
                 "memcpy/memset",
                 "; ".join(
-                    f"{k.kind}: {k.events} ({k.pageable} pageable), median {k.bandwidth_gbps.median or 0:.2f} GB/s"
+                    f"{k.kind}: {k.events} ({k.pageable} pageable)"
+                    + (f", median {k.bandwidth_gbps.median or 0:.2f} GB/s" if k.bandwidth_gbps.count else "")
                     for k in a.bandwidth.kinds
                 )
                 or "-",
