@@ -34,6 +34,14 @@ GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
 _GPU_CATS = {"kernel": GPU_KERNEL, "Kernel": GPU_KERNEL, "gpu_memcpy": GPU_MEMCPY, "Memcpy": GPU_MEMCPY}
 _GPU_CATS.update({"gpu_memset": GPU_MEMSET, "Memset": GPU_MEMSET})
 _NOT_A_STRING = "\0(a category that is not a string)"  # what a dict event's odd ``cat`` becomes: no known one
+# CPU-side categories, today's and torch 1.8-1.9's (Kineto's first format: docs/analysis-schema.md, "Formats")
+OPERATOR_CATS = ("cpu_op", "Operator", "operator")
+RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "Runtime", "runtime")
+ANNOTATION_CATS = ("user_annotation",)
+# In the old format torch's own record_function spans (ProfilerStep#N, enumerate(DataLoader)#...,
+# Optimizer.step#SGD.step) are ``Operator`` events; they are kept as annotations, as today's format files them.
+_OLD_OPERATOR_CATS = frozenset(OPERATOR_CATS[1:])
+TORCH_ANNOTATION_RE = re.compile(r"^(ProfilerStep#\d+$|enumerate\(Data(Loader|Pipe)\)#|Optimizer\.\w+#)")
 
 
 class Args(msgspec.Struct, frozen=True, gc=False):
@@ -162,6 +170,7 @@ class Collected:
     py: ThreadColumns = field(default_factory=ThreadColumns)  # Python frames (traces recorded with_stack)
     # record_function spans (``user_annotation``: ProfilerStep#N, Optimizer.step...)
     annotations: ThreadColumns = field(default_factory=ThreadColumns)
+    runtime: ThreadColumns = field(default_factory=ThreadColumns)  # CUDA runtime and driver calls (step_breakdown)
     step_ts: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> start (us)
     name_types: dict[int, str] = field(default_factory=dict)  # kernel type of the shared entries past MAX_NAMES
 
@@ -185,7 +194,7 @@ class Collected:
         trace's collected state is its GPU events and little else (passes read blocks anyway)."""
         if self.cpu_corr_spilled is not None and len(self.cpu_corr):
             self.cpu_corr_spilled.write(self._cpu_tail())
-        for table in (self.ops, self.py, self.annotations):
+        for table in (self.ops, self.py, self.annotations, self.runtime):
             for key in table.spilled:
                 if len(table.tails[key][0]):
                     table.spill(key)
@@ -243,7 +252,10 @@ class Collector:
         mem_index, mem_bytes, mem_bw = mem
         cpu: tuple[list, ...] = ([], [], [], [], [])  # the cpu_corr_* columns, in Collected._cpu_tail's order
         cpu_corr, cpu_corr_ts, cpu_corr_dur, cpu_corr_name, cpu_corr_thread = cpu
-        tables = {"cpu_op": d.ops, "python_function": d.py, "user_annotation": d.annotations}
+        tables = {"python_function": d.py}
+        tables.update(dict.fromkeys(OPERATOR_CATS, d.ops))
+        tables.update(dict.fromkeys(ANNOTATION_CATS, d.annotations))
+        tables.update(dict.fromkeys(RUNTIME_CATS, d.runtime))
         ops: dict[tuple, tuple[list, list, list]] = {}  # (cat, pid, tid) -> its table's lists for the thread
         by_thread: dict[tuple[str, int], tuple[list, list, list]] = {}  # (cat, thread) -> those lists
         # Consecutive events mostly come from one thread: the last (pid, tid) and its index, and the
@@ -301,6 +313,8 @@ class Collector:
                 cpu_corr_ts.append(ts)
                 cpu_corr_dur.append(dur)
                 cpu_corr_thread.append(last_thread)
+            if cat in _OLD_OPERATOR_CATS and TORCH_ANNOTATION_RE.match(name):
+                cat = "user_annotation"  # the old format's torch record_function span: an annotation
             if "ProfilerStep" in name:
                 self._profiler_step(name, cat == "user_annotation", ts, dur)
             if e.tid == op_tid and cat == op_cat and e.pid == op_pid:
