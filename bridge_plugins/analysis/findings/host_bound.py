@@ -5,8 +5,9 @@ most of that idle time is host wait (HTA's idle breakdown). Launch-bound when ke
 on the GPU than their launch on the CPU (the CPU cannot issue them fast enough); otherwise the
 host is busy elsewhere (input pipeline, Python, synchronizations). On a CPU-only trace: real when
 the training thread spends at least ``MIN_OUTSIDE_SHARE`` of the median step outside any operator.
-The input wait ``input_bound`` explains (a DataLoader fetch while the GPU idles) is taken out first:
-what is left is what this finding claims.
+The input wait ``input_bound`` explains (a DataLoader fetch while the GPU idles) is taken out first,
+and on a CPU-only trace the time collectives (``gloo:*``) hold the step: what is left is what this
+finding claims.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def check(trace: TraceSummary) -> list[Finding]:
     if trace["gpu"] is None:
         outside = [s.outside_ops_us for s in a.steps if s.outside_ops_us is not None]
         whole = median(outside)
-        per_step = None if whole is None else whole - explained
+        waiting = median([p["breakdown"]["communication_us"] for p in trace["per_step"] if p.get("breakdown")])
+        per_step = None if whole is None else whole - explained - (waiting or 0.0)
         if per_step is None or not base.median_us or per_step < MIN_OUTSIDE_SHARE * base.median_us:
             return []
         evidence = {

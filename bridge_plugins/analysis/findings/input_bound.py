@@ -3,8 +3,9 @@
 Real when the steps' input wait (``per_step[i].input_wait_us``, trace/step_breakdown: a DataLoader
 fetch ``enumerate(DataLoader)#...__next__``, or a Megatron-style ``get_batch`` /
 ``next(data_iterator)`` span, running while no GPU event does) is at least ``MIN_SHARE`` of the
-median step on average: torch-tb-profiler's bar for its "time is in DataLoader" advice. The time at
-stake is that wait per step. It explains that much of the GPU's idle time (or, on a CPU-only
+median step in the median step: torch-tb-profiler's bar for its "time is in DataLoader" advice. The time at
+stake is that wait in the median step (a first step that starts the loader's workers is not a
+finding on its own). It explains that much of the GPU's idle time (or, on a CPU-only
 trace, of the time outside operators), so ``host_bound`` no longer claims it
 (:func:`explained_us`), and ``rank_findings`` puts it ahead of that rank's ``host_bound``.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
+from bridge_plugins.analysis.findings.model import Finding, finding, median, step_base, timeline_id
 
 if TYPE_CHECKING:
     from bridge_plugins.analysis.schema import TraceSummary
@@ -34,9 +35,8 @@ ADVICE = [
 
 
 def explained_us(trace: TraceSummary) -> float:
-    """The input wait per step (the mean over the captured steps; 0 without steps)."""
-    waits = [p.get("input_wait_us") or 0.0 for p in trace["per_step"]]
-    return sum(waits) / len(waits) if waits else 0.0
+    """The input wait per step (the median over the captured steps; 0 without steps)."""
+    return median([p.get("input_wait_us") or 0.0 for p in trace["per_step"]]) or 0.0
 
 
 def check(trace: TraceSummary) -> list[Finding]:
