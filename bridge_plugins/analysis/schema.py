@@ -10,6 +10,7 @@ from typing import TypedDict
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 from bridge_plugins.analysis.findings.model import Finding
+from bridge_plugins.analysis.trace.precision import GemmPrecision
 
 
 class StepStats(TypedDict):
@@ -59,6 +60,7 @@ class _TraceFigures(TypedDict):
     top_gpu_kernels: list[KernelRow]
     analyses: TraceAnalyses
     per_step: list[dict]  # per ProfilerStep: step time and GPU idle share (the many-ranks heatmaps)
+    precision: GemmPrecision | None  # GEMM/convolution kernel time by precision (trace/precision.py)
 
 
 class TraceAsRead(_TraceFigures):

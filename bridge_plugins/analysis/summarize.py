@@ -19,6 +19,7 @@ from bridge_plugins.analysis.schema import Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.gpu_events import joined
 from bridge_plugins.analysis.trace.per_step import per_step
+from bridge_plugins.analysis.trace.precision import gemm_precision
 from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.analysis.trace.split import collect_trace
 from bridge_plugins.analysis.trace.steps import step_stats
@@ -60,6 +61,7 @@ def summarize_trace(path: Path) -> TraceAsRead:
         "gpu": gpu_breakdown.breakdown(g, d.gpu_count),
         "top_cpu_ops": ops.cpu_ops(d),
         "top_gpu_kernels": kernels,
+        "precision": gemm_precision(d.header, kernels),
         "analyses": analyze(d, g, calls),
     }
 

@@ -15,7 +15,7 @@ def add_parser(sub) -> None:
         "diagnose",
         help="ranked findings: why steps are slow and what to try",
         description="Ranked findings (input_bound, host_bound, exposed_communication, sync_point, small_kernels, "
-        "memcpy, straggler, step_variance; docs/diagnose.md) with the time at stake per step, the "
+        "memcpy, straggler, step_variance, fp32_gemm; docs/diagnose.md) with the time at stake per step, the "
         "evidence and what to try.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a job or trace directory, or trace files")

@@ -148,7 +148,7 @@ def test_diagnose_json_on_a_fixture():
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["schema_version"] == 2
-    assert [f["kind"] for f in out["findings"]] == ["host_bound", "small_kernels", "sync_point"]
+    assert [f["kind"] for f in out["findings"]] == ["host_bound", "fp32_gemm", "small_kernels", "sync_point"]
     keys = {"kind", "severity", "time_us_per_step", "share_of_step", "evidence", "advice"}
     assert all(keys <= set(f) for f in out["findings"])
     times = [f["time_us_per_step"] for f in out["findings"]]

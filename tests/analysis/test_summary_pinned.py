@@ -5,8 +5,9 @@ leave the output byte for byte as it was; these digests were taken at commit 1e0
 issue 18 speed and memory work) and still hold. A change that is meant to change figures updates
 the digest in the same commit and says why.
 
-Issue 31 changed them by adding ``per_step[i].breakdown``, ``input_wait_us`` and ``input_span``
-(without those fields every digest was still the one taken at 1e03daf).
+Issue 31 changed them by adding ``per_step[i].breakdown``, ``input_wait_us`` and ``input_span``,
+each trace's ``precision`` and the ``fp32_gemm`` finding (job2 and the synthetic trace): without
+those, every digest was still the one taken at 1e03daf.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ if not FIXTURES.is_dir():
     pytest.skip(f"{FIXTURES} missing: the repo's shared/ folder is not beside it", allow_module_level=True)
 
 PINNED = {
-    "job2_rank0.json.gz": "915859249d1b98cfee0a8c5291d06bc0d202d27e7f39f9666ed624d01d8505fc",
-    "job128_rank0.json.gz": "2a4939f021d550bbad4edfd4ca3292bdb1652f10aea175b83b3af0ce42b806a7",
-    "job128_rank1.json.gz": "f09ebe53c6e04ccc146186244c8161910737cba3603ffee260bef887cd543d71",
-    "synthetic": "ed53806a6d919dca9f49351390b24a68e516258a501afd1e770874d907742e1c",  # job2's events repeated to 5 MB (benchmarks/analysis_scale.build)
+    "job2_rank0.json.gz": "3c0a7589bf71b26c16674516354f325c083ca43d819b02ecc0c5a20b18b24a94",
+    "job128_rank0.json.gz": "d19f3c40778f2548be596ed6c8882074409c51256130a800c49d0576aad818be",
+    "job128_rank1.json.gz": "a43c93f3d32fe6c7344a2b4f538651d9f350a67714086b79da2d61aa70c6f6d4",
+    "synthetic": "1b9f7794415eeaa449811e6105a831a74e4248bf79f9113c3abfed6014945ac3",  # job2's events repeated to 5 MB (benchmarks/analysis_scale.build)
 }
 
 

@@ -11,6 +11,7 @@ from bridge_plugins.analysis.findings import (
     host_bound,
     input_bound,
     memcpy,
+    precision,
     small_kernels,
     step_variance,
     straggler,
@@ -21,7 +22,16 @@ from bridge_plugins.analysis.findings.model import Finding
 if TYPE_CHECKING:
     from bridge_plugins.analysis.schema import Summary
 
-PER_TRACE = (input_bound, host_bound, exposed_communication, sync_point, small_kernels, memcpy, step_variance)
+PER_TRACE = (
+    input_bound,
+    host_bound,
+    exposed_communication,
+    sync_point,
+    small_kernels,
+    memcpy,
+    step_variance,
+    precision,
+)
 KINDS = tuple(m.KIND for m in PER_TRACE) + (straggler.KIND,)
 
 
