@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.test_fixtures import J128
+from tests.analysis.test_fixtures import FIXTURES, J128
+from tests.fixtures.old_format import load, save, to_old_format, with_data_loading
 
 OLD = Path(__file__).parents[1] / "fixtures" / "old_format"
 
@@ -42,3 +43,16 @@ def test_an_old_format_trace_gives_todays_figures(version):
     names = {r["name"] for r in old["top_cpu_ops"]}
     assert {r["name"] for r in today["top_cpu_ops"]} <= names
     assert {"## forward ##", "## backward ##", "DistributedDataParallel.forward"} <= names
+
+
+def test_an_input_bound_run_reads_the_same_in_both_formats(tmp_path):
+    """The DataLoader span is a user_annotation today and an Operator in torch 1.9: one reading."""
+    today = load(FIXTURES / "job2_rank0.json.gz")
+    made = {
+        "today": save(with_data_loading(today, 1 / 3), tmp_path / "today" / "rank0.json.gz"),
+        "1.9": save(with_data_loading(to_old_format(today), 1 / 3), tmp_path / "old" / "rank0.json.gz"),
+    }
+    s = {k: summarize([p], top=None) for k, p in made.items()}
+    assert s["1.9"]["traces"][0]["per_step"] == s["today"]["traces"][0]["per_step"]
+    found = {k: [(f.kind, f.time_us_per_step) for f in v["findings"]] for k, v in s.items()}
+    assert found["1.9"] == found["today"] and found["today"][0][0] == "input_bound"

@@ -63,7 +63,7 @@ def check(trace: TraceSummary) -> list[Finding]:
         }
         if explained:
             evidence["input_wait_us_per_step_left_to_input_bound"] = explained
-        title = f"rank {rank}: {100 * per_step / base.median_us:.0f} % of each step runs no operator (input or Python bound)"
+        title = f"rank {rank}: {100 * per_step / base.median_us:.0f} % of each step runs no operator (Python or other host work)"
         return [finding(KIND, title, base, per_step, evidence, INPUT_ADVICE, ranks=[rank], timeline=timeline_id(rank))]
     g, stream = trace["gpu"], _busiest_stream(trace)
     input_wait = explained * base.steps  # GPU idle time input_bound explains, over the trace
