@@ -10,7 +10,6 @@ from typing import TypedDict
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 from bridge_plugins.analysis.findings.model import Finding
-from bridge_plugins.analysis.trace.precision import GemmPrecision
 
 
 class StepStats(TypedDict):
@@ -45,6 +44,17 @@ class KernelRow(TypedDict):
     type: str
     total_us: float
     calls: int
+
+
+class GemmPrecision(TypedDict):
+    """GEMM/convolution kernel time by precision, and whether the GPU has Tensor Cores (trace/precision.py)."""
+
+    device: str | None  # the GPU's name from deviceProperties
+    compute_capability: float | None  # e.g. 8.0; None without deviceProperties
+    tensor_cores: bool  # an NVIDIA GPU of compute capability >= 7.0
+    fp32_us: float  # GEMM/convolution kernel time in fp32 (TF32 included)
+    half_us: float  # in fp16, bf16 or lower
+    fp32_kernels: list[KernelRow]  # the fp32 GEMM/convolution kernels, most time first (5 at most)
 
 
 class _TraceFigures(TypedDict):

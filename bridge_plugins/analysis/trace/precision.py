@@ -10,24 +10,15 @@ an NVIDIA GPU of compute capability 7.0 or more, from the trace's ``deviceProper
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import KernelRow
+    from bridge_plugins.analysis.schema import GemmPrecision, KernelRow
 
 GEMM_RE = re.compile(r"(?<!fb)gemm|conv|wgrad|dgrad|fprop", re.IGNORECASE)  # fbgemm_gpu is a library, not a GEMM
 HALF_RE = re.compile(r"h1688|h884|h16816|hgemm|hcudnn|f16|fp16|bf16|half|e4m3|e5m2|fp8|int8|i8816", re.IGNORECASE)
 FP32_RE = re.compile(r"sgemm|scudnn|s1688|s884|s16816|s161616|tf32|tfloat32|f32f32|\bfloat\b", re.IGNORECASE)
 NOT_NVIDIA_RE = re.compile(r"AMD|Radeon|Instinct|gfx", re.IGNORECASE)
-
-
-class GemmPrecision(TypedDict):
-    device: str | None  # the GPU's name from deviceProperties
-    compute_capability: float | None  # e.g. 8.0; None without deviceProperties
-    tensor_cores: bool  # an NVIDIA GPU of compute capability >= 7.0
-    fp32_us: float  # GEMM/convolution kernel time in fp32 (TF32 included)
-    half_us: float  # in fp16, bf16 or lower
-    fp32_kernels: list[KernelRow]  # the fp32 GEMM/convolution kernels, most time first (5 at most)
 
 
 def _device(header: dict) -> tuple[str | None, float | None]:
@@ -58,11 +49,12 @@ def gemm_precision(header: dict, kernels: list[KernelRow]) -> GemmPrecision | No
             fp32.append(k)
     fp32.sort(key=lambda k: -k["total_us"])
     nvidia = device is not None and not NOT_NVIDIA_RE.search(device)
-    return GemmPrecision(
-        device=device,
-        compute_capability=cc,
-        tensor_cores=bool(nvidia and cc is not None and cc >= 7.0),
-        fp32_us=sum(k["total_us"] for k in fp32),
-        half_us=half_us,
-        fp32_kernels=fp32[:5],
-    )
+    out: GemmPrecision = {
+        "device": device,
+        "compute_capability": cc,
+        "tensor_cores": bool(nvidia and cc is not None and cc >= 7.0),
+        "fp32_us": sum(k["total_us"] for k in fp32),
+        "half_us": half_us,
+        "fp32_kernels": fp32[:5],
+    }
+    return out
