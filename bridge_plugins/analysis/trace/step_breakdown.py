@@ -20,6 +20,7 @@ as a record_function or a Python frame) runs and no GPU event does.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
@@ -101,8 +102,11 @@ def _cpu_spans(d: Collected, keep: re.Pattern | frozenset | None, drop: re.Patte
     return _union(starts, ends)
 
 
-def _tb_steps(d: Collected, g: GpuEvents, calls: CpuCalls) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """The steps (numbers, starts, ends) as the plugin stretches them to their GPU work."""
+def _tb_steps(
+    d: Collected, g: GpuEvents, calls: CpuCalls, gpu_ends: np.ndarray
+) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The steps (numbers, starts, ends) as the plugin stretches them to their GPU work (``gpu_ends``:
+    every GPU event's end, sorted)."""
     numbers = sorted(d.steps, key=lambda n: d.step_ts[n])
     starts = np.array([d.step_ts[n] for n in numbers], dtype=np.float64)
     ends = starts + np.array([d.steps[n] for n in numbers], dtype=np.float64)
@@ -121,12 +125,9 @@ def _tb_steps(d: Collected, g: GpuEvents, calls: CpuCalls) -> tuple[list[int], n
     dev_start = np.full(len(numbers), np.inf)
     np.minimum.at(dev_start, k[inside], g_start[inside])
     prev = starts[0]
-    if np.isfinite(dev_start[0]):  # GPU work launched outside the steps that ended before step 0's
-        _, all_end = g.spans(np.ones(len(g.ts), dtype=bool))
-        outside = np.ones(len(g.ts), dtype=bool)
-        outside[np.flatnonzero(has)[inside]] = False
-        before = all_end[outside & (all_end < dev_start[0])]
-        prev = max(prev, float(before.max())) if len(before) else prev
+    if np.isfinite(dev_start[0]):  # GPU work that ended before step 0's began (launched before it)
+        i = int(np.searchsorted(gpu_ends, dev_start[0])) - 1
+        prev = max(prev, float(gpu_ends[i])) if i >= 0 else prev
     new_starts, new_ends = starts.copy(), ends.copy()
     for i in range(len(numbers)):
         start = max(prev, starts[i])
@@ -136,14 +137,34 @@ def _tb_steps(d: Collected, g: GpuEvents, calls: CpuCalls) -> tuple[list[int], n
     return numbers, new_starts, new_ends
 
 
-def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls) -> dict[int, StepSplit]:
-    """ProfilerStep number -> its breakdown and input wait (module docstring)."""
-    numbers, starts, ends = _tb_steps(d, g, calls)
+@dataclass
+class GpuRoles:
+    """Every kernel, memcpy and memset, whatever launched them: the plugin counts GPU events whose
+    launch is not in the trace too (HTA's filter, and so ``GpuEvents``, leaves them out)."""
+
+    unions: list[Spans]  # of the kernels, the memcpys and the memsets
+    ends: np.ndarray  # every one's end, sorted
+
+
+def gpu_role_spans(d: Collected) -> GpuRoles:
+    """:class:`GpuRoles` from the collector's columns, before ``gpu_events.joined`` takes them."""
+    if not len(d.gpu_ts):
+        return GpuRoles([_union([], [])] * 3, np.zeros(0))
+    ts, dur = np.frombuffer(d.gpu_ts, np.float64), np.frombuffer(d.gpu_dur, np.float64)
+    cat = np.frombuffer(d.gpu_cat, np.int8)
+    masks = [cat == c for c in (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET)]
+    device = masks[0] | masks[1] | masks[2]
+    return GpuRoles([_union([ts[m]], [ts[m] + dur[m]]) for m in masks], np.sort(ts[device] + dur[device]))
+
+
+def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> dict[int, StepSplit]:
+    """ProfilerStep number -> its breakdown and input wait (module docstring); ``gpu_roles`` from
+    :func:`gpu_role_spans`."""
+    numbers, starts, ends = _tb_steps(d, g, calls, gpu_roles.ends)
     if not numbers:
         return {}
-    gpu = [g.spans(g.cat == GPU_KERNEL), g.spans(g.cat == GPU_MEMCPY), g.spans(g.cat == GPU_MEMSET)]
     tables = (d.ops, d.annotations)
-    unions = [_union([s], [e]) for s, e in gpu]
+    unions = list(gpu_roles.unions)
     unions.append(_cpu_spans(d, COLLECTIVES, None, tables))
     unions.append(_cpu_spans(d, None, None, (d.runtime,)))
     unions.append(_cpu_spans(d, DATALOADER_RE, None, tables))
