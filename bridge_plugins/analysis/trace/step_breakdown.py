@@ -92,14 +92,15 @@ def _cpu_spans(d: Collected, keep: re.Pattern | frozenset | None, drop: re.Patte
         and not (drop is not None and drop.search(n))
     ]
     ids = np.array(wanted, dtype=np.int64)
-    starts, ends = [], []
+    every = len(wanted) == len(d.names)
+    union = _union([], [])
     for table in tables:
         for key in table:
             for ts, dur, name in table.blocks(key):
-                m = np.isin(name, ids)
-                starts.append(ts[m])
-                ends.append(ts[m] + dur[m])
-    return _union(starts, ends)
+                m = np.ones(len(ts), dtype=bool) if every else np.isin(name, ids)
+                # merged a block at a time: the union stays as small as the outermost spans
+                union = _union([union[0], ts[m]], [union[1], ts[m] + dur[m]])
+    return union
 
 
 def _tb_steps(
@@ -171,18 +172,11 @@ def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles
     not_exec = re.compile(f"{STEP_RE.pattern}|{DATALOADER_RE.pattern}")
     unions.append(_cpu_spans(d, None, not_exec, tables))
     inputs = _cpu_spans(d, re.compile(f"{DATALOADER_RE.pattern}|{DATA_ITERATOR_RE.pattern}"), None, (*tables, d.py))
-    edges = np.concatenate([starts, ends, *(x for u in unions for x in u), *inputs])
-    edges = np.unique(edges[(edges >= starts[0]) & (edges <= ends[-1])])
-    mids, lengths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
-    role = np.full(len(mids), len(ROLES))
-    for r in reversed(range(len(ROLES))):
-        role[_covers(unions[r], mids)] = r
-    waiting = _covers(inputs, mids) & (role > ROLES.index("communication"))
-    k = np.searchsorted(starts, mids, side="right") - 1
-    inside = (k >= 0) & (mids < ends[np.maximum(k, 0)])
     width = len(ROLES) + 1
-    sums = np.bincount(k[inside] * width + role[inside], lengths[inside], len(numbers) * width).reshape(-1, width)
-    wait = np.bincount(k[inside & waiting], lengths[inside & waiting], len(numbers))
+    sums = np.zeros((len(numbers), width))
+    wait = np.zeros(len(numbers))
+    for i in range(len(numbers)):  # a step at a time: memory bounded by one step's spans
+        sums[i], wait[i] = _split_step(float(starts[i]), float(ends[i]), unions, inputs)
     names = _longest_input(d, inputs, starts, ends) if wait.any() else [None] * len(numbers)
     out: dict[int, StepSplit] = {}
     for i, n in enumerate(numbers):
@@ -190,6 +184,27 @@ def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles
         b = StepBreakdown(step_us=float(ends[i] - starts[i]), other_us=float(sums[i, -1]), **parts)  # type: ignore[typeddict-item]
         out[n] = StepSplit(breakdown=b, input_wait_us=float(wait[i]), input_span=names[i])
     return out
+
+
+def _within(spans: Spans, lo: float, hi: float) -> Spans:
+    """The spans that overlap [lo, hi], clipped to it."""
+    s, e = spans
+    a, b = int(np.searchsorted(e, lo, side="right")), int(np.searchsorted(s, hi, side="left"))
+    return np.clip(s[a:b], lo, hi), np.clip(e[a:b], lo, hi)
+
+
+def _split_step(lo: float, hi: float, unions: list[Spans], inputs: Spans) -> tuple[np.ndarray, float]:
+    """One step's time per role (ROLES, then other) and its input wait: every instant of [lo, hi]
+    goes to the first role busy then."""
+    mine = [_within(u, lo, hi) for u in unions]
+    waits = _within(inputs, lo, hi)
+    edges = np.unique(np.concatenate([[lo, hi], *(x for u in mine for x in u), *waits]))
+    mids, lengths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
+    role = np.full(len(mids), len(ROLES), dtype=np.int8)
+    for r in reversed(range(len(ROLES))):
+        role[_covers(mine[r], mids)] = r
+    waiting = _covers(waits, mids) & (role > ROLES.index("communication"))
+    return np.bincount(role, lengths, len(ROLES) + 1), float(lengths[waiting].sum())
 
 
 def _longest_input(d: Collected, inputs: Spans, starts: np.ndarray, ends: np.ndarray) -> list[str | None]:
