@@ -8,6 +8,7 @@ torch 1.9's categories and a DataLoader fetch taking a third of every step while
 from __future__ import annotations
 
 import functools
+import json
 
 import pytest
 
@@ -43,3 +44,38 @@ def test_the_same_run_with_workers_has_no_input_bound(tmp_path):
     s = diagnosed(tmp_path, 0.01)
     assert [f for f in s["findings"] if f.kind == "input_bound"] == []
     assert s["findings"][0].kind == "host_bound"
+
+
+@pytest.mark.parametrize(
+    "cat,name",
+    [
+        ("python_function", "megatron/training/training.py(201): get_batch"),  # recorded with_stack
+        ("user_annotation", "next(data_iterator)"),
+    ],
+)
+def test_a_megatron_style_data_fetch_is_an_input_wait(cat, name, tmp_path):
+    """A hand-written three-step CPU trace (a stand-in: no Megatron run here) whose steps spend
+    60 of 100 us in Megatron's data fetch, as a Python frame or a record_function span."""
+    events = []
+    for i in range(3):
+        t = 1000.0 + 100 * i
+        events += [
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{i}",
+                "pid": 1,
+                "tid": 1,
+                "ts": t,
+                "dur": 100.0,
+            },
+            {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": t + 5, "dur": 60.0},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t + 70, "dur": 25.0},
+        ]
+    path = tmp_path / "rank0.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    s = summarize([path])
+    assert [p["input_wait_us"] for p in s["traces"][0]["per_step"]] == [60.0, 60.0, 60.0]
+    (f,) = [f for f in s["findings"] if f.kind == "input_bound"]
+    assert f.evidence["input_span"] == name and f.share_of_step == pytest.approx(0.6)
+    assert "gpu_during_the_wait" not in f.evidence and "GPU" not in f.title

@@ -32,7 +32,7 @@ _OTHER_THREAD = ("(other threads)", "(other threads)")
 _UNSEEN = object()  # a pid, tid or category no event has
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
 _GPU_CATS = {"kernel": GPU_KERNEL, "Kernel": GPU_KERNEL, "gpu_memcpy": GPU_MEMCPY, "Memcpy": GPU_MEMCPY}
-_GPU_CATS.update({"gpu_memset": GPU_MEMSET, "Memset": GPU_MEMSET})
+_GPU_CATS.update({"gpu_memset": GPU_MEMSET, "Memset": GPU_MEMSET, "memcpy": GPU_MEMCPY, "memset": GPU_MEMSET})
 _NOT_A_STRING = "\0(a category that is not a string)"  # what a dict event's odd ``cat`` becomes: no known one
 # CPU-side categories, today's and torch 1.8-1.9's (Kineto's first format: docs/analysis-schema.md, "Formats")
 OPERATOR_CATS = ("cpu_op", "Operator", "operator")
