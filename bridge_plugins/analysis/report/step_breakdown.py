@@ -52,8 +52,8 @@ def step_breakdown_section(s: Summary) -> str:
     more = len(traces) - MAX_RANKS
     note = f'<p class="note">{more} more ranks: summary --json has them.</p>' if more > 0 else ""
     intro = (
-        "Each instant of a step goes to the first of these that is busy then (the TensorBoard profiler "
-        "plugin's overview split): kernel, memcpy, memset, communication, runtime, DataLoader, CPU exec; the "
+        "Each instant of a step goes to the first of these that is busy then (torch-tb-profiler's overview "
+        "split): kernel, memcpy, memset, communication, runtime, DataLoader, CPU exec; the "
         "rest is other. A step runs from its start to the end of the GPU work it launched."
     )
     return section("step-breakdown", "Where each step goes", "".join(charts) + note, intro)

@@ -126,7 +126,7 @@ def breakdown_line(tr: TraceSummary) -> str | None:
     roles = [r for r in (*ROLES, "other") if tr["gpu"] is not None or r not in GPU_PARTS]
     parts = " · ".join(f"{r.replace('_', ' ')} {pct(mean[f'{r}_us'], mean['step_us'])}" for r in roles)
     n = len(tr["per_step"])
-    return f"rank {tr['rank']}, where a step goes (TensorBoard's split, mean of {n} steps, {ms(mean['step_us'])} ms): {parts}"
+    return f"rank {tr['rank']}, where a step goes (torch-tb-profiler's split, mean of {n} steps, {ms(mean['step_us'])} ms): {parts}"
 
 
 def _per_rank(s: Summary) -> list:

@@ -18,6 +18,7 @@ from typing import Any, Union
 import msgspec
 import numpy as np
 
+from bridge_plugins.analysis.trace import categories as cats
 from bridge_plugins.analysis.trace.spill import SPILL_AT, Spill, ThreadColumns, blocks, columns
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
@@ -31,17 +32,8 @@ MAX_STEPS = 100_000
 _OTHER_THREAD = ("(other threads)", "(other threads)")
 _UNSEEN = object()  # a pid, tid or category no event has
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
-_GPU_CATS = {"kernel": GPU_KERNEL, "Kernel": GPU_KERNEL, "gpu_memcpy": GPU_MEMCPY, "Memcpy": GPU_MEMCPY}
-_GPU_CATS.update({"gpu_memset": GPU_MEMSET, "Memset": GPU_MEMSET, "memcpy": GPU_MEMCPY, "memset": GPU_MEMSET})
+_GPU_CATS = {c: k for k, names in enumerate((cats.KERNEL, cats.MEMCPY, cats.MEMSET)) for c in names}
 _NOT_A_STRING = "\0(a category that is not a string)"  # what a dict event's odd ``cat`` becomes: no known one
-# CPU-side categories, today's and torch 1.8-1.9's (Kineto's first format: docs/analysis-schema.md, "Formats")
-OPERATOR_CATS = ("cpu_op", "Operator", "operator")
-RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "Runtime", "runtime")
-ANNOTATION_CATS = ("user_annotation",)
-# In the old format torch's own record_function spans (ProfilerStep#N, enumerate(DataLoader)#...,
-# Optimizer.step#SGD.step) are ``Operator`` events; they are kept as annotations, as today's format files them.
-_OLD_OPERATOR_CATS = frozenset(OPERATOR_CATS[1:])
-TORCH_ANNOTATION_RE = re.compile(r"^(ProfilerStep#\d+$|enumerate\(Data(Loader|Pipe)\)#|Optimizer\.\w+#)")
 
 
 class Args(msgspec.Struct, frozen=True, gc=False):
@@ -252,10 +244,8 @@ class Collector:
         mem_index, mem_bytes, mem_bw = mem
         cpu: tuple[list, ...] = ([], [], [], [], [])  # the cpu_corr_* columns, in Collected._cpu_tail's order
         cpu_corr, cpu_corr_ts, cpu_corr_dur, cpu_corr_name, cpu_corr_thread = cpu
-        tables = {"python_function": d.py}
-        tables.update(dict.fromkeys(OPERATOR_CATS, d.ops))
-        tables.update(dict.fromkeys(ANNOTATION_CATS, d.annotations))
-        tables.update(dict.fromkeys(RUNTIME_CATS, d.runtime))
+        tables = {c: t for t, names in self._tables(d) for c in names}
+        old_operator, torch_annotation = cats.OLD_OPERATOR, cats.TORCH_ANNOTATION_RE.match
         ops: dict[tuple, tuple[list, list, list]] = {}  # (cat, pid, tid) -> its table's lists for the thread
         by_thread: dict[tuple[str, int], tuple[list, list, list]] = {}  # (cat, thread) -> those lists
         # Consecutive events mostly come from one thread: the last (pid, tid) and its index, and the
@@ -313,7 +303,7 @@ class Collector:
                 cpu_corr_ts.append(ts)
                 cpu_corr_dur.append(dur)
                 cpu_corr_thread.append(last_thread)
-            if cat in _OLD_OPERATOR_CATS and TORCH_ANNOTATION_RE.match(name):
+            if cat in old_operator and torch_annotation(name):
                 cat = "user_annotation"  # the old format's torch record_function span: an annotation
             if "ProfilerStep" in name:
                 self._profiler_step(name, cat == "user_annotation", ts, dur)
@@ -335,6 +325,16 @@ class Collector:
                 other = self._shared.get(None)
             add_id(i)
         self._flush(gpu, mem, cpu, tables, by_thread)
+
+    @staticmethod
+    def _tables(d: Collected) -> tuple[tuple[ThreadColumns, tuple[str, ...]], ...]:
+        """Each per-thread table with the categories it keeps (trace/categories.py)."""
+        return (
+            (d.py, cats.PYTHON),
+            (d.ops, cats.OPERATOR),
+            (d.annotations, cats.ANNOTATION),
+            (d.runtime, cats.RUNTIME),
+        )
 
     def _table_lists(
         self, cat: str, pid: Hashable, tid: Hashable, by_thread: dict[tuple[str, int], tuple[list, list, list]]
