@@ -123,7 +123,7 @@ INJECTED: dict[str, tuple[str, Callable[[int, int], dict[str, object]]]] = {
         lambda start, end: {"train__sync_every_step": True},
     ),
     "slow-input": (
-        "a 1 s data loader in the window's steps, finding host_bound",
+        "a 1 s data loader in the window's steps, finding input_bound",
         lambda start, end: {"train__data_delay_ms": 1000.0, "train__data_delay_steps": list(range(start, end))},
     ),
     "slow-step": (

@@ -57,7 +57,7 @@ class TrainingConfig:
     sync_every_step: bool = False
     """Read the loss with .item() inside every step: a host-device sync (what `diagnose` calls sync_point)."""
     data_delay_ms: float = 0.0
-    """Make the data loader this slow per batch: an input-bound run (what `diagnose` calls host_bound)."""
+    """Make the data loader this slow per batch: an input-bound run (what `diagnose` calls input_bound)."""
     data_delay_steps: list[int] | None = None
     """Steps that get data_delay_ms (None: every step); one slow step is what `diagnose` calls step_variance."""
 

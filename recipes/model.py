@@ -111,9 +111,12 @@ def build_training(
     return model, opt, SyntheticTokens(cfg.vocab_size, batch, seq_length, seed, device)
 
 
-def train_step(model: nn.Module, opt: torch.optim.Optimizer, data: SyntheticTokens) -> torch.Tensor:
-    """One training iteration; returns the loss (not synchronized)."""
-    tokens = data.next()
+def train_step(
+    model: nn.Module, opt: torch.optim.Optimizer, data: SyntheticTokens, tokens: torch.Tensor | None = None
+) -> torch.Tensor:
+    """One training iteration on ``tokens`` (the next batch of ``data`` when None); returns the loss
+    (not synchronized)."""
+    tokens = data.next() if tokens is None else tokens
     loss = loss_fn(model(tokens), tokens)
     opt.zero_grad(set_to_none=True)
     loss.backward()

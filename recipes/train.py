@@ -107,8 +107,10 @@ def pretrain(config: ConfigContainer) -> dict:
             t_last = time.perf_counter()
             for step in range(tc.train_iters):
                 with controller.step(step):
-                    _slow_input(tc, step)
-                    loss = train_step(model, opt, data)
+                    with torch.profiler.record_function("get_batch"):  # Megatron's name: input_bound reads it
+                        _slow_input(tc, step)
+                        tokens = data.next()
+                    loss = train_step(model, opt, data, tokens)
                     if tc.sync_every_step:
                         loss.item()
                 if (step + 1) % tc.log_interval == 0 or step == tc.train_iters - 1:

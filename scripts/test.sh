@@ -24,6 +24,7 @@ if [ "$quick" = 1 ]; then
   export BRIDGE_SKIP_SLURM=1
 else
   bash scripts/install_hta.sh  # test-only: HTA for the cross-check in tests/analysis/test_hta.py (~30 s)
+  bash scripts/install_tbprofiler.sh  # test-only: torch-tb-profiler for tests/analysis/test_step_breakdown_tb.py (~5 s)
   # test-only: Megatron Bridge 0.6.2's files in .mb/ for tests/plugins/test_mb_real_package.py (~5 s; it fails under CI=true without them)
   bash scripts/install_mb.sh || echo "[test] Megatron Bridge 0.6.2 could not be fetched (see above)"
   # test-only: Debian's chromium for tests/analysis/test_report_browser.py (root + apt-get; that test says why otherwise)

@@ -47,6 +47,17 @@ class KernelRow(TypedDict):
     calls: int
 
 
+class GemmPrecision(TypedDict):
+    """GEMM/convolution kernel time by precision, and whether the GPU has Tensor Cores (trace/precision.py)."""
+
+    device: str | None  # the GPU's name from deviceProperties
+    compute_capability: float | None  # e.g. 8.0; None without deviceProperties
+    tensor_cores: bool  # an NVIDIA GPU of compute capability >= 7.0
+    fp32_us: float  # GEMM/convolution kernel time in fp32 (TF32 included)
+    half_us: float  # in fp16, bf16 or lower
+    fp32_kernels: list[KernelRow]  # the fp32 GEMM/convolution kernels, most time first (5 at most)
+
+
 class _OtherFormat(TypedDict, total=False):
     """The keys only a trace of another format than a Chrome trace has (analysis.formats)."""
 
@@ -67,6 +78,7 @@ class _TraceFigures(_OtherFormat):
     top_gpu_kernels: list[KernelRow]
     analyses: TraceAnalyses
     per_step: list[dict]  # per ProfilerStep: step time and GPU idle share (the many-ranks heatmaps)
+    precision: GemmPrecision | None  # GEMM/convolution kernel time by precision (trace/precision.py)
 
 
 class TraceAsRead(_TraceFigures):

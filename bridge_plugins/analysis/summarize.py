@@ -20,8 +20,10 @@ from bridge_plugins.analysis.schema import Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.gpu_events import joined
 from bridge_plugins.analysis.trace.per_step import per_step
+from bridge_plugins.analysis.trace.precision import gemm_precision
 from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.analysis.trace.split import collect_trace
+from bridge_plugins.analysis.trace.step_breakdown import gpu_role_spans
 from bridge_plugins.analysis.trace.steps import step_stats
 from bridge_plugins.analysis.trace.stragglers import cross_rank
 from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs, rank_from_name
@@ -48,6 +50,7 @@ def summarize_trace(path: Path) -> TraceAsRead:
     types = gpu_breakdown.kernel_types(d)
     keep = gpu_breakdown.kept_gpu_events(d)
     kernels = ops.gpu_kernels(d, keep, types)  # from the collector's columns, in their order: the same sums
+    gpu_roles = gpu_role_spans(d)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
     g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
     del keep
     return {
@@ -57,10 +60,11 @@ def summarize_trace(path: Path) -> TraceAsRead:
         "world_size": world,
         "events": d.events,
         "steps": step_stats(d.steps),
-        "per_step": per_step(d, g, calls),
+        "per_step": per_step(d, g, calls, gpu_roles),
         "gpu": gpu_breakdown.breakdown(g, d.gpu_count),
         "top_cpu_ops": ops.cpu_ops(d),
         "top_gpu_kernels": kernels,
+        "precision": gemm_precision(d.header, kernels),
         "analyses": analyze(d, g, calls),
     }
 

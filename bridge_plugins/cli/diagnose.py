@@ -14,8 +14,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "diagnose",
         help="ranked findings: why steps are slow and what to try",
-        description="Ranked findings (host_bound, exposed_communication, sync_point, small_kernels, "
-        "memcpy, straggler, step_variance; docs/diagnose.md) with the time at stake per step, the "
+        description="Ranked findings (input_bound, host_bound, exposed_communication, sync_point, small_kernels, "
+        "memcpy, straggler, step_variance, fp32_gemm; docs/diagnose.md) with the time at stake per step, the "
         "evidence and what to try.",
     )
     add_paths(p)
@@ -38,12 +38,12 @@ def run(args) -> int:
     else:
         from rich.text import Text
 
-        from bridge_plugins.analysis.text.findings import advice, findings_table
+        from bridge_plugins.analysis.text.findings import advice, evidence, findings_table
         from bridge_plugins.analysis.text.summary import console
 
         out = console()
         out.print(findings_table(s["findings"]))
-        for line in advice(s["findings"]):
+        for line in [*evidence(s["findings"]), *advice(s["findings"])]:
             out.print(line)
         if not s["traces"]:
             out.print(Text("no traces read: findings need a trace", style="yellow"))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bridge_plugins.analysis.summarize import summarize
-from bridge_plugins.analysis.trace import collect
+from bridge_plugins.analysis.trace import collect, split
 from bridge_plugins.analysis.trace.collect import MAX_NAMES, Collector, Record
 from bridge_plugins.analysis.trace.reader import TraceError, _read_streaming, read_trace
 from tests.analysis.hostile_inputs import CASES, JOB2, Case, run_summary
@@ -52,7 +52,7 @@ def collected(path: Path, fast: bool):
 
 def dump(d: collect.Collected) -> dict:
     """Everything in ``d``, comparable with ==."""
-    tables = ("ops", "py", "annotations")  # per-thread columns, read whole (spilled parts included)
+    tables = split.TABLES  # per-thread columns, read whole (spilled parts included)
     per_thread = {t: {k: [a.tolist() for a in cols] for k, cols in getattr(d, t).items()} for t in tables}
     cpu = [a.tolist() for a in d.cpu_calls()]
     plain = {  # arrays as bytes: NaN (a memcpy without bandwidth) equals itself there

@@ -4,6 +4,10 @@ A change to the reader, the collector or an analyzer that is meant to be faster 
 leave the output byte for byte as it was; these digests were taken at commit 1e03daf (before the
 issue 18 speed and memory work) and still hold. A change that is meant to change figures updates
 the digest in the same commit and says why.
+
+Issue 31 changed them by adding ``per_step[i].breakdown``, ``input_wait_us`` and ``input_span``,
+each trace's ``precision`` and the ``fp32_gemm`` finding (job2 and the synthetic trace): without
+those, every digest was still the one taken at 1e03daf.
 """
 
 from __future__ import annotations
@@ -25,10 +29,10 @@ if not FIXTURES.is_dir():
     pytest.skip(f"{FIXTURES} missing: the repo's shared/ folder is not beside it", allow_module_level=True)
 
 PINNED = {
-    "job2_rank0.json.gz": "448bacbc8ba584c6b1316c65b2ee60c392d1963a9a2f1ad77421f4e01378304f",
-    "job128_rank0.json.gz": "49351ef6b556041b020adff3345ec714b0a951f83f4c1d0fcf9dbc21712d0570",
-    "job128_rank1.json.gz": "4e7d9780c60bde812a8c5d28f4284591a47bb20ddf2ba9b05385d7f06e6aff27",
-    "synthetic": "88c67b6ae9f5eddb733f5140e570d266e36e81e2579aa82f6a3c663ce771567e",  # job2's events repeated to 5 MB (benchmarks/analysis_scale.build)
+    "job2_rank0.json.gz": "3c0a7589bf71b26c16674516354f325c083ca43d819b02ecc0c5a20b18b24a94",
+    "job128_rank0.json.gz": "d19f3c40778f2548be596ed6c8882074409c51256130a800c49d0576aad818be",
+    "job128_rank1.json.gz": "a43c93f3d32fe6c7344a2b4f538651d9f350a67714086b79da2d61aa70c6f6d4",
+    "synthetic": "1b9f7794415eeaa449811e6105a831a74e4248bf79f9113c3abfed6014945ac3",  # job2's events repeated to 5 MB (benchmarks/analysis_scale.build)
 }
 
 

@@ -156,7 +156,7 @@ def test_bad_options_fail_before_anything_runs(tmp_path, args, words):
 
 
 @pytest.mark.parametrize(
-    "problem,kind", [("sync", "sync_point"), ("slow-input", "host_bound"), ("slow-step", "step_variance")]
+    "problem,kind", [("sync", "sync_point"), ("slow-input", "input_bound"), ("slow-step", "step_variance")]
 )
 def test_an_injected_problem_is_what_diagnose_finds_in_the_job_directory(tmp_path, problem, kind):
     """``--inject``: the job's summary opens with the finding, and ``diagnose`` on its directory ranks it."""

@@ -5,12 +5,16 @@ most of that idle time is host wait (HTA's idle breakdown). Launch-bound when ke
 on the GPU than their launch on the CPU (the CPU cannot issue them fast enough); otherwise the
 host is busy elsewhere (input pipeline, Python, synchronizations). On a CPU-only trace: real when
 the training thread spends at least ``MIN_OUTSIDE_SHARE`` of the median step outside any operator.
+The input wait ``input_bound`` explains (a DataLoader fetch while the GPU idles) is taken out first,
+and on a CPU-only trace the time collectives (``gloo:*``) hold the step: what is left is what this
+finding claims.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bridge_plugins.analysis.findings.input_bound import explained_us
 from bridge_plugins.analysis.findings.model import Finding, finding, median, step_base, timeline_id
 
 if TYPE_CHECKING:
@@ -45,30 +49,38 @@ def _busiest_stream(trace: TraceSummary) -> StreamIdle | None:
 
 def check(trace: TraceSummary) -> list[Finding]:
     base, a, rank = step_base(trace), trace["analyses"], trace["rank"]
+    explained = explained_us(trace)
     if trace["gpu"] is None:
         outside = [s.outside_ops_us for s in a.steps if s.outside_ops_us is not None]
-        per_step = median(outside)
+        whole = median(outside)
+        waiting = median([p["breakdown"]["communication_us"] for p in trace["per_step"] if p.get("breakdown")])
+        per_step = None if whole is None else whole - explained - (waiting or 0.0)
         if per_step is None or not base.median_us or per_step < MIN_OUTSIDE_SHARE * base.median_us:
             return []
         evidence = {
             "outside_ops_us_per_step": per_step,
             "steps": [s.step for s in a.steps],
-            "gpu": "none (CPU-only trace)",
         }
-        title = f"rank {rank}: {100 * per_step / base.median_us:.0f} % of each step runs no operator (input or Python bound)"
+        if explained:
+            evidence["input_wait_us_per_step_left_to_input_bound"] = explained
+        title = f"rank {rank}: {100 * per_step / base.median_us:.0f} % of each step runs no operator (Python or other host work)"
         return [finding(KIND, title, base, per_step, evidence, INPUT_ADVICE, ranks=[rank], timeline=timeline_id(rank))]
     g, stream = trace["gpu"], _busiest_stream(trace)
-    if stream is None or not g["span_us"] or g["idle_us"] < MIN_IDLE_SHARE * g["span_us"]:
+    input_wait = explained * base.steps  # GPU idle time input_bound explains, over the trace
+    idle = g["idle_us"] - input_wait
+    if stream is None or not g["span_us"] or idle < MIN_IDLE_SHARE * g["span_us"]:
         return []
-    host_share = stream.host_wait_us / stream.idle_us if stream.idle_us else 0.0
+    measured = stream.host_wait_us / stream.idle_us if stream.idle_us else 0.0
+    host_wait = measured * g["idle_us"] - input_wait
+    host_share = host_wait / idle if input_wait else measured
     if host_share < MIN_HOST_WAIT_SHARE:
         return []
     ls = a.launches
     launch_bound = bool(ls and ls.launches and ls.shorter_on_gpu >= 0.5 * ls.launches)
-    per_step = base.per_step(g["idle_us"] * host_share)
+    per_step = base.per_step(host_wait)
     evidence = {
-        "gpu_idle_us": g["idle_us"],
-        "gpu_idle_share_of_span": g["idle_us"] / g["span_us"],
+        "gpu_idle_us": idle,
+        "gpu_idle_share_of_span": idle / g["span_us"],
         "busiest_stream": stream.stream,
         "host_wait_share_of_idle": host_share,
         "kernels_shorter_than_launch": f"{ls.shorter_on_gpu} of {ls.launches}" if ls else None,

@@ -1,7 +1,9 @@
 """``step_variance``: a step much slower than the median step, and what differed in it.
 
-Real when at least ``MIN_STEPS`` steps were captured and the slowest is more than ``MIN_EXCESS``
-above the median. The time at stake is the excess averaged over the steps. The evidence compares
+Real when at least ``MIN_STEPS`` steps were captured and the slowest step other than the first and
+the last is more than ``MIN_EXCESS`` above the median: the window's first step (warm-up, a data
+loader starting its workers) and its last (cut short by Ctrl-C or the window's end, or closing the
+profiler) are not findings on their own. The time at stake is the excess averaged over the steps. The evidence compares
 the slowest step with the median one: time outside operators (input, Python, GC), launches, GPU
 time and synchronizations.
 """
@@ -45,7 +47,8 @@ def check(trace: TraceSummary) -> list[Finding]:
     if len(steps) < MIN_STEPS:
         return []
     med = statistics.median(s.duration_us for s in steps)
-    slow = max(steps, key=lambda s: s.duration_us)
+    inner = sorted(steps, key=lambda s: s.start_us)[1:-1]
+    slow = max(inner, key=lambda s: s.duration_us)
     if slow.duration_us <= (1 + MIN_EXCESS) * med:
         return []
     typical = min(steps, key=lambda s: abs(s.duration_us - med))

@@ -155,3 +155,13 @@ def kernel_rows(export: Export, types: dict) -> list[KernelRow]:
         {"name": name, "type": t, "total_us": total / 1e3, "calls": n} for name, t, total, n in rows
     ]
     return sorted(out, key=lambda r: (-r["total_us"], r["name"]))
+
+
+def device_header(export: Export) -> dict:
+    """``TARGET_INFO_GPU`` as a Chrome trace's ``deviceProperties`` (name, compute capability), for
+    trace.precision; empty where the export has no such table."""
+    if not export.has("TARGET_INFO_GPU", "name", "computeMajor", "computeMinor"):
+        return {}
+    sql = "SELECT name, computeMajor, computeMinor FROM TARGET_INFO_GPU"
+    props = [{"name": n, "computeMajor": a, "computeMinor": b} for n, a, b in export.conn.execute(sql)]
+    return {"deviceProperties": props}

@@ -21,6 +21,7 @@ from bridge_plugins.analysis.nsys import copies, gpu, launches, steps
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Export, open_export, sql_errors
 from bridge_plugins.analysis.nsys.launches import calls_once
 from bridge_plugins.analysis.nsys.stats import NsysStats, api_name, nsys_stats
+from bridge_plugins.analysis.trace.precision import gemm_precision
 from bridge_plugins.analysis.trace.steps import step_stats
 from bridge_plugins.jobdir.scan import rank_from_name
 
@@ -88,6 +89,18 @@ def _phase(shown: Path, what: str, big: bool) -> None:
         sys.stderr.flush()
 
 
+def _step_row(step: int, time_us: float) -> dict:
+    """A ``per_step`` row: an nsys report has no CPU operators to split the step by (breakdown null)."""
+    return {
+        "step": step,
+        "time_us": time_us,
+        "gpu_idle_share": None,
+        "breakdown": None,
+        "input_wait_us": 0.0,
+        "input_span": None,
+    }
+
+
 def _summary(export: Export, shown: Path) -> TraceAsRead:
     big = export.path.stat().st_size > BIG_BYTES
     _phase(shown, "GPU time split", big)
@@ -130,10 +143,11 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
         "world_size": None,
         "events": sum(export.rows(t) for t in (KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX)),
         "steps": step_figures,
-        "per_step": [{"step": d.step, "time_us": d.duration_us, "gpu_idle_share": None} for d in details],
+        "per_step": [_step_row(d.step, d.duration_us) for d in details],
         "gpu": gpu.breakdown(figures) if figures else None,
         "top_cpu_ops": api_rows(export),
         "top_gpu_kernels": top_kernels,
+        "precision": gemm_precision(gpu.device_header(export), top_kernels),
         "analyses": analyses,
         "format": FORMAT,
         "nsys": NsysReport(export.version, export.schema_version, stats, steps.cupti_synchronizations(export)),

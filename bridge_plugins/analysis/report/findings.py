@@ -6,8 +6,8 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.analyzers.headlines import headlines
+from bridge_plugins.analysis.findings.evidence_text import evidence_lines
 from bridge_plugins.analysis.findings.model import HIGH, MEDIUM
-from bridge_plugins.analysis.jsonable import jsonable
 from bridge_plugins.analysis.report.parts import cell, fmt_ms, section
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ _SEVERITY = {HIGH: "#c62828", MEDIUM: "#f58518"}
 
 
 def _evidence(evidence: dict) -> str:
-    items = "".join(f"<li><b>{escape(str(k))}</b>: {escape(str(jsonable(v)))[:400]}</li>" for k, v in evidence.items())
+    items = "".join(f"<li><b>{escape(label)}</b>: {escape(text)}</li>" for label, text in evidence_lines(evidence))
     return f'<ul class="note">{items}</ul>'
 
 

@@ -23,6 +23,7 @@ from bridge_plugins.analysis.report.compare import compare_section
 from bridge_plugins.analysis.report.findings import findings_section, why_section
 from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
+from bridge_plugins.analysis.report.step_breakdown import step_breakdown_section
 from bridge_plugins.analysis.report.timeline import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
 from bridge_plugins.jobdir.atomic_write import write_text_atomically
@@ -92,9 +93,11 @@ def render(summary: Summary, comparison: dict | None = None, memory_comparison: 
     if ranks_view.is_many(summary):
         sections, links = heatmap.sections(summary)
     elif summary["traces"]:
-        sections = [findings_section(summary), steps_section(summary), timelines_section(summary)]
+        sections = [findings_section(summary), steps_section(summary), step_breakdown_section(summary)]
+        sections.append(timelines_section(summary))
         sections += [gpu_section(summary), why_section(summary), stragglers_section(summary), tops_section(summary)]
-        links = [("findings", "Findings"), ("steps", "Steps"), ("timeline", "Timelines"), ("gpu", "GPU time")]
+        links = [("findings", "Findings"), ("steps", "Steps"), ("step-breakdown", "Step breakdown")]
+        links += [("timeline", "Timelines"), ("gpu", "GPU time")]
         links += [("why", "Why")]
         links += [("stragglers", "Stragglers"), ("tops", "Top ops & kernels")]
     else:

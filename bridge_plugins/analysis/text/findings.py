@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bridge_plugins.analysis.analyzers.headlines import headlines
+from bridge_plugins.analysis.findings.evidence_text import evidence_lines
 from bridge_plugins.analysis.findings.model import HIGH, MEDIUM, Finding
 from bridge_plugins.analysis.text.summary import ms
 
@@ -34,6 +35,15 @@ def findings_table(findings: list[Finding]) -> Table | Text:
             str(i), f.kind, Text(f.severity, style=_STYLE.get(f.severity, "")), ms(f.time_us_per_step), share, f.title
         )
     return t
+
+
+def evidence(findings: list[Finding]) -> list[Text]:
+    """Each finding's evidence, numbered as in the table, one readable line per entry (ms, %)."""
+    out = []
+    for i, f in enumerate(findings, 1):
+        out.append(Text(f"#{i} {f.kind}, evidence:", style="bold"))
+        out += [Text(f"  {label}: {text}") for label, text in evidence_lines(f.evidence)]
+    return out
 
 
 class Bullet:

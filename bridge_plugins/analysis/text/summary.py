@@ -16,9 +16,10 @@ from rich.table import Table
 from rich.text import Text
 
 from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
+from bridge_plugins.analysis.trace.step_breakdown import GPU_PARTS, ROLES, mean_breakdown
 
 if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary
+    from bridge_plugins.analysis.schema import Summary, TraceSummary
 
 NAME_WIDTH = 70
 
@@ -117,6 +118,17 @@ def _cross_rank_table(group: dict) -> Table:
     return t
 
 
+def breakdown_line(tr: TraceSummary) -> str | None:
+    """One line: where a rank's average step goes (TensorBoard's split); None without steps."""
+    mean = mean_breakdown(tr["per_step"])
+    if mean is None:
+        return None
+    roles = [r for r in (*ROLES, "other") if tr["gpu"] is not None or r not in GPU_PARTS]
+    parts = " · ".join(f"{r.replace('_', ' ')} {pct(mean[f'{r}_us'], mean['step_us'])}" for r in roles)
+    n = len(tr["per_step"])
+    return f"rank {tr['rank']}, where a step goes (torch-tb-profiler's split, mean of {n} steps, {ms(mean['step_us'])} ms): {parts}"
+
+
 def _per_rank(s: Summary) -> list:
     from bridge_plugins.analysis.text.findings import analyses_table, findings_table  # it imports this module
 
@@ -124,6 +136,7 @@ def _per_rank(s: Summary) -> list:
     if s["traces"]:
         out.append(findings_table(s.get("findings", [])))
         out.append(_ranks_table(s))
+        out += [Text(line) for tr in s["traces"] if (line := breakdown_line(tr))]
         for tr in s["traces"]:
             if tr["steps"]["note"]:
                 out.append(Text(f"rank {tr['rank']} ({tr['file']}): {tr['steps']['note']}", style="yellow"))

@@ -18,6 +18,7 @@ from typing import Any, Union
 import msgspec
 import numpy as np
 
+from bridge_plugins.analysis.trace import categories as cats
 from bridge_plugins.analysis.trace.spill import SPILL_AT, Spill, ThreadColumns, blocks, columns
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
@@ -31,8 +32,7 @@ MAX_STEPS = 100_000
 _OTHER_THREAD = ("(other threads)", "(other threads)")
 _UNSEEN = object()  # a pid, tid or category no event has
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
-_GPU_CATS = {"kernel": GPU_KERNEL, "Kernel": GPU_KERNEL, "gpu_memcpy": GPU_MEMCPY, "Memcpy": GPU_MEMCPY}
-_GPU_CATS.update({"gpu_memset": GPU_MEMSET, "Memset": GPU_MEMSET})
+_GPU_CATS = {c: k for k, names in enumerate((cats.KERNEL, cats.MEMCPY, cats.MEMSET)) for c in names}
 _NOT_A_STRING = "\0(a category that is not a string)"  # what a dict event's odd ``cat`` becomes: no known one
 
 
@@ -162,6 +162,7 @@ class Collected:
     py: ThreadColumns = field(default_factory=ThreadColumns)  # Python frames (traces recorded with_stack)
     # record_function spans (``user_annotation``: ProfilerStep#N, Optimizer.step...)
     annotations: ThreadColumns = field(default_factory=ThreadColumns)
+    runtime: ThreadColumns = field(default_factory=ThreadColumns)  # CUDA runtime and driver calls (step_breakdown)
     step_ts: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> start (us)
     name_types: dict[int, str] = field(default_factory=dict)  # kernel type of the shared entries past MAX_NAMES
 
@@ -185,7 +186,7 @@ class Collected:
         trace's collected state is its GPU events and little else (passes read blocks anyway)."""
         if self.cpu_corr_spilled is not None and len(self.cpu_corr):
             self.cpu_corr_spilled.write(self._cpu_tail())
-        for table in (self.ops, self.py, self.annotations):
+        for table in (self.ops, self.py, self.annotations, self.runtime):
             for key in table.spilled:
                 if len(table.tails[key][0]):
                     table.spill(key)
@@ -243,7 +244,8 @@ class Collector:
         mem_index, mem_bytes, mem_bw = mem
         cpu: tuple[list, ...] = ([], [], [], [], [])  # the cpu_corr_* columns, in Collected._cpu_tail's order
         cpu_corr, cpu_corr_ts, cpu_corr_dur, cpu_corr_name, cpu_corr_thread = cpu
-        tables = {"cpu_op": d.ops, "python_function": d.py, "user_annotation": d.annotations}
+        tables = {c: t for t, names in self._tables(d) for c in names}
+        old_operator, torch_annotation = cats.OLD_OPERATOR, cats.TORCH_ANNOTATION_RE.match
         ops: dict[tuple, tuple[list, list, list]] = {}  # (cat, pid, tid) -> its table's lists for the thread
         by_thread: dict[tuple[str, int], tuple[list, list, list]] = {}  # (cat, thread) -> those lists
         # Consecutive events mostly come from one thread: the last (pid, tid) and its index, and the
@@ -301,6 +303,8 @@ class Collector:
                 cpu_corr_ts.append(ts)
                 cpu_corr_dur.append(dur)
                 cpu_corr_thread.append(last_thread)
+            if cat in old_operator and torch_annotation(name):
+                cat = "user_annotation"  # the old format's torch record_function span: an annotation
             if "ProfilerStep" in name:
                 self._profiler_step(name, cat == "user_annotation", ts, dur)
             if e.tid == op_tid and cat == op_cat and e.pid == op_pid:
@@ -321,6 +325,16 @@ class Collector:
                 other = self._shared.get(None)
             add_id(i)
         self._flush(gpu, mem, cpu, tables, by_thread)
+
+    @staticmethod
+    def _tables(d: Collected) -> tuple[tuple[ThreadColumns, tuple[str, ...]], ...]:
+        """Each per-thread table with the categories it keeps (trace/categories.py)."""
+        return (
+            (d.py, cats.PYTHON),
+            (d.ops, cats.OPERATOR),
+            (d.annotations, cats.ANNOTATION),
+            (d.runtime, cats.RUNTIME),
+        )
 
     def _table_lists(
         self, cat: str, pid: Hashable, tid: Hashable, by_thread: dict[tuple[str, int], tuple[list, list, list]]

@@ -4,7 +4,9 @@ A step's GPU work is what its CPU side launched: the kept GPU events (see gpu_br
 ``correlation`` matches a launch that starts inside the step's ``ProfilerStep`` span. The step's
 **GPU idle share** is the part of its GPU window (from the first of those events' start to the last
 one's end) in which none of them runs, on any stream: HTA's idle time, per step. None for a step
-that launched nothing on the GPU (and for every step of a CPU-only trace).
+that launched nothing on the GPU (and for every step of a CPU-only trace). ``breakdown`` and
+``input_wait_us``: where the step's time goes, TensorBoard's split (step_breakdown; ``gpu_roles``
+from its ``gpu_role_spans``).
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
+from bridge_plugins.analysis.trace.step_breakdown import GpuRoles, step_splits
 
 if TYPE_CHECKING:
     from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 
-def per_step(d: Collected, g: GpuEvents, calls: CpuCalls) -> list[dict]:
-    """``[{"step": N, "time_us": float, "gpu_idle_share": float | None}]`` in step order."""
+def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> list[dict]:
+    """``[{"step": N, "time_us": float, "gpu_idle_share": float | None, "breakdown": {...},
+    "input_wait_us": float, "input_span": str | None}]`` in step order."""
     steps = sorted(d.steps)
     idle: dict[int, float | None] = dict.fromkeys(steps)
     if steps and len(g.ts):
@@ -37,4 +41,5 @@ def per_step(d: Collected, g: GpuEvents, calls: CpuCalls) -> list[dict]:
             window = float(e.max() - base)
             if window > 0:
                 idle[n] = 1.0 - _union_length(s - base, e - base) / window
-    return [{"step": n, "time_us": d.steps[n], "gpu_idle_share": idle[n]} for n in steps]
+    splits = step_splits(d, g, calls, gpu_roles)
+    return [{"step": n, "time_us": d.steps[n], "gpu_idle_share": idle[n], **splits[n]} for n in steps]

@@ -43,7 +43,8 @@ NAMES_FILE_MAX_CHARS = 8 << 20
 """Names longer than this in all are not given to the workers (each would hold a copy)."""
 _SLOTS: mmap.mmap | None = None  # the slots, in this process and (inherited) in the workers
 _GPU = ("gpu_name", "gpu_ts", "gpu_dur", "gpu_corr", "gpu_stream", "gpu_cat")
-_TABLES = ("ops", "py", "annotations")
+TABLES = ("ops", "py", "annotations", "runtime")
+"""The collector's per-thread tables (``Collected`` fields), merged part by part."""
 _typed: Any = None  # the worker's decoder, built on its first chunk
 _frozen: tuple[str, dict[str, int]] | None = None  # the worker's copy of the names file it was last given
 
@@ -104,7 +105,7 @@ def part_of(records: list, frozen: dict[str, int] | None = None) -> tuple[str, A
         return "here", None
     if len(d.threads) >= collect.MAX_THREADS or len(d.steps) >= collect.MAX_STEPS:
         return "here", None
-    if d.cpu_corr_spilled is not None or d.ops.spilled or d.py.spilled or d.annotations.spilled:
+    if d.cpu_corr_spilled is not None or d.ops.spilled or d.py.spilled or d.annotations.spilled or d.runtime.spilled:
         return "here", None
     return ("part", d) if frozen is None else ("frozen", (d, base))
 
@@ -146,7 +147,7 @@ def _name_maps(c: Collector, p: Collected) -> tuple[np.ndarray, np.ndarray] | No
     below, past = new[:room], new[room:]
     gpu_past = cpu_past = past
     if len(past):
-        tables = [t[2] for table in _TABLES for t in getattr(p, table).tails.values()]
+        tables = [t[2] for table in TABLES for t in getattr(p, table).tails.values()]
         gpu_past = past[_used([p.gpu_name], len(names))[past]]
         cpu_past = past[_used([p.cpu_corr_name, *tables], len(names))[past]]
         kinds: set[str | None] = {collect._kernel_type(names[i]) for i in gpu_past}
@@ -220,7 +221,7 @@ def merge(c: Collector, p: Collected, frozen_base: int | None = None) -> bool:
         if len(tail[0]) >= collect.SPILL_AT:  # where the collector's flush spills: the same blocks
             d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
             d.cpu_corr_spilled.write(tail)
-    for table_name in _TABLES:
+    for table_name in TABLES:
         table, local = getattr(d, table_name), getattr(p, table_name)
         for key, (ts, dur, ids) in local.tails.items():
             arrays = table.tail(key)

@@ -1,0 +1,234 @@
+"""Where each step's time goes: the TensorBoard profiler plugin's overview split, per step.
+
+torch-tb-profiler (0.4.3, ``profiler/overall_parser.py`` and ``event_parser.py``) gives each instant
+of a step to the first of these that is busy then, in this order: a GPU kernel, a memcpy, a memset,
+communication (the CPU spans of the ``nccl:*``/``gloo:*`` collectives; NCCL kernels are kernels, as
+the plugin counts them unless the ``nccl:*`` operator launched them itself, which no trace here shows),
+a CUDA runtime call, a DataLoader fetch (``enumerate(DataLoader)#...__next__``,
+``enumerate(DataPipe)#...``), any other CPU operator or record_function span ("CPU Exec"); the rest
+is "Other". Its steps are the ``ProfilerStep`` spans stretched to the GPU work they launched: a step
+starts where the previous one ended (or at its CPU start, if later) and ends at its CPU end or at the
+end of the last GPU event launched by a runtime call inside it, whichever is later. So the parts of a
+step sum to that span, ``step_us``, which can be longer than the step's CPU time. Where and why we
+differ from the plugin: docs/analysis-schema.md ("Step breakdown").
+
+``input_wait_us``: the time a step waits on its input, for the ``input_bound`` finding: a
+DataLoader fetch or a Megatron-style data iterator span (``get_batch``, ``next(data_iterator)``,
+as a record_function or a Python frame) runs and no GPU event does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
+
+import numpy as np
+
+from bridge_plugins.analysis.trace.collect import GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, STEP_RE, Collected
+
+if TYPE_CHECKING:
+    from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
+
+ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
+"""The plugin's priority order; what none of them covers is ``other``."""
+COLLECTIVES = frozenset(
+    f"{lib}:{op}"
+    for lib in ("nccl", "gloo")
+    for op in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
+)
+DATALOADER_RE = re.compile(r"^enumerate\(DataLoader\)#.*\.__next__$|^enumerate\(DataPipe\)#")
+DATA_ITERATOR_RE = re.compile(r"(^|: )(get_batch\w*|next\(data_iterator\))$")
+"""Megatron-style input spans: ``get_batch`` (Megatron's, as a record_function or a Python frame
+``file.py(12): get_batch``) and ``next(data_iterator)``."""
+
+
+class StepBreakdown(TypedDict):
+    step_us: float  # the span the parts cover (see the module docstring)
+    kernel_us: float
+    memcpy_us: float
+    memset_us: float
+    communication_us: float
+    runtime_us: float
+    dataloader_us: float
+    cpu_exec_us: float
+    other_us: float
+
+
+class StepSplit(TypedDict):
+    breakdown: StepBreakdown
+    input_wait_us: float  # see the module docstring
+    input_span: str | None  # the input span that waited longest in the step
+
+
+Spans = tuple[np.ndarray, np.ndarray]
+
+
+def _union(starts: list[np.ndarray], ends: list[np.ndarray]) -> Spans:
+    """The union of intervals as sorted disjoint (start, end) arrays."""
+    s = np.concatenate(starts) if starts else np.zeros(0)
+    e = np.concatenate(ends) if ends else np.zeros(0)
+    if len(s) == 0:
+        return s, e
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], np.maximum.accumulate(e[order])
+    new = np.concatenate(([True], s[1:] > e[:-1]))
+    last = np.append(new[1:], True)
+    return s[new], e[last]
+
+
+def _covers(spans: Spans, t: np.ndarray) -> np.ndarray:
+    s, e = spans
+    i = np.searchsorted(s, t, side="right") - 1
+    return (i >= 0) & (t < e[np.maximum(i, 0)]) if len(s) else np.zeros(len(t), dtype=bool)
+
+
+def _cpu_spans(d: Collected, keep: re.Pattern | frozenset | None, drop: re.Pattern | None, tables: tuple) -> Spans:
+    """The union of the spans in ``tables`` whose names ``keep`` matches (None: all) and ``drop`` does not."""
+    wanted = [
+        i
+        for i, n in enumerate(d.names)
+        if (keep is None or (n in keep if isinstance(keep, frozenset) else keep.search(n)))
+        and not (drop is not None and drop.search(n))
+    ]
+    ids = np.array(wanted, dtype=np.int64)
+    every = len(wanted) == len(d.names)
+    union = _union([], [])
+    for table in tables:
+        for key in table:
+            for ts, dur, name in table.blocks(key):
+                m = np.ones(len(ts), dtype=bool) if every else np.isin(name, ids)
+                # merged a block at a time: the union stays as small as the outermost spans
+                union = _union([union[0], ts[m]], [union[1], ts[m] + dur[m]])
+    return union
+
+
+def _tb_steps(
+    d: Collected, g: GpuEvents, calls: CpuCalls, gpu_ends: np.ndarray
+) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The steps (numbers, starts, ends) as the plugin stretches them to their GPU work (``gpu_ends``:
+    every GPU event's end, sorted)."""
+    numbers = sorted(d.steps, key=lambda n: d.step_ts[n])
+    starts = np.array([d.step_ts[n] for n in numbers], dtype=np.float64)
+    ends = starts + np.array([d.steps[n] for n in numbers], dtype=np.float64)
+    has = g.launch >= 0
+    if not numbers or not has.any():
+        return numbers, starts, ends
+    call = g.launch[has]
+    c_start, c_end = calls.ts[call], calls.ts[call] + calls.dur[call]
+    g_start, g_end = g.spans(has)
+    k = np.searchsorted(starts, c_start, side="right") - 1  # the step whose CPU span holds the call
+    inside = (k >= 0) & (c_end <= ends[np.maximum(k, 0)])
+    if not inside.any():
+        return numbers, starts, ends
+    dev_end = np.full(len(numbers), -np.inf)
+    np.maximum.at(dev_end, k[inside], g_end[inside])
+    dev_start = np.full(len(numbers), np.inf)
+    np.minimum.at(dev_start, k[inside], g_start[inside])
+    prev = starts[0]
+    if np.isfinite(dev_start[0]):  # GPU work that ended before step 0's began (launched before it)
+        i = int(np.searchsorted(gpu_ends, dev_start[0])) - 1
+        prev = max(prev, float(gpu_ends[i])) if i >= 0 else prev
+    new_starts, new_ends = starts.copy(), ends.copy()
+    for i in range(len(numbers)):
+        start = max(prev, starts[i])
+        end = max(ends[i], dev_end[i]) if np.isfinite(dev_end[i]) else max(ends[i], start)
+        new_starts[i], new_ends[i] = start, max(end, start)
+        prev = new_ends[i]
+    return numbers, new_starts, new_ends
+
+
+@dataclass
+class GpuRoles:
+    """Every kernel, memcpy and memset, whatever launched them: the plugin counts GPU events whose
+    launch is not in the trace too (HTA's filter, and so ``GpuEvents``, leaves them out)."""
+
+    unions: list[Spans]  # of the kernels, the memcpys and the memsets
+    ends: np.ndarray  # every one's end, sorted
+
+
+def gpu_role_spans(d: Collected) -> GpuRoles:
+    """:class:`GpuRoles` from the collector's columns, before ``gpu_events.joined`` takes them."""
+    if not len(d.gpu_ts):
+        return GpuRoles([_union([], [])] * 3, np.zeros(0))
+    ts, dur = np.frombuffer(d.gpu_ts, np.float64), np.frombuffer(d.gpu_dur, np.float64)
+    cat = np.frombuffer(d.gpu_cat, np.int8)
+    masks = [cat == c for c in (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET)]
+    device = masks[0] | masks[1] | masks[2]
+    return GpuRoles([_union([ts[m]], [ts[m] + dur[m]]) for m in masks], np.sort(ts[device] + dur[device]))
+
+
+def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> dict[int, StepSplit]:
+    """ProfilerStep number -> its breakdown and input wait (module docstring); ``gpu_roles`` from
+    :func:`gpu_role_spans`."""
+    numbers, starts, ends = _tb_steps(d, g, calls, gpu_roles.ends)
+    if not numbers:
+        return {}
+    tables = (d.ops, d.annotations)
+    unions = list(gpu_roles.unions)
+    unions.append(_cpu_spans(d, COLLECTIVES, None, tables))
+    unions.append(_cpu_spans(d, None, None, (d.runtime,)))
+    unions.append(_cpu_spans(d, DATALOADER_RE, None, tables))
+    not_exec = re.compile(f"{STEP_RE.pattern}|{DATALOADER_RE.pattern}")
+    unions.append(_cpu_spans(d, None, not_exec, tables))
+    inputs = _cpu_spans(d, re.compile(f"{DATALOADER_RE.pattern}|{DATA_ITERATOR_RE.pattern}"), None, (*tables, d.py))
+    width = len(ROLES) + 1
+    sums = np.zeros((len(numbers), width))
+    wait = np.zeros(len(numbers))
+    for i in range(len(numbers)):  # a step at a time: memory bounded by one step's spans
+        sums[i], wait[i] = _split_step(float(starts[i]), float(ends[i]), unions, inputs)
+    names = _longest_input(d, inputs, starts, ends) if wait.any() else [None] * len(numbers)
+    out: dict[int, StepSplit] = {}
+    for i, n in enumerate(numbers):
+        parts = {f"{r}_us": float(sums[i, j]) for j, r in enumerate(ROLES)}
+        b = StepBreakdown(step_us=float(ends[i] - starts[i]), other_us=float(sums[i, -1]), **parts)  # type: ignore[typeddict-item]
+        out[n] = StepSplit(breakdown=b, input_wait_us=float(wait[i]), input_span=names[i])
+    return out
+
+
+def _within(spans: Spans, lo: float, hi: float) -> Spans:
+    """The spans that overlap [lo, hi], clipped to it."""
+    s, e = spans
+    a, b = int(np.searchsorted(e, lo, side="right")), int(np.searchsorted(s, hi, side="left"))
+    return np.clip(s[a:b], lo, hi), np.clip(e[a:b], lo, hi)
+
+
+def _split_step(lo: float, hi: float, unions: list[Spans], inputs: Spans) -> tuple[np.ndarray, float]:
+    """One step's time per role (ROLES, then other) and its input wait: every instant of [lo, hi]
+    goes to the first role busy then."""
+    mine = [_within(u, lo, hi) for u in unions]
+    waits = _within(inputs, lo, hi)
+    edges = np.unique(np.concatenate([[lo, hi], *(x for u in mine for x in u), *waits]))
+    mids, lengths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
+    role = np.full(len(mids), len(ROLES), dtype=np.int8)
+    for r in reversed(range(len(ROLES))):
+        role[_covers(mine[r], mids)] = r
+    waiting = _covers(waits, mids) & (role > ROLES.index("communication"))
+    return np.bincount(role, lengths, len(ROLES) + 1), float(lengths[waiting].sum())
+
+
+def _longest_input(d: Collected, inputs: Spans, starts: np.ndarray, ends: np.ndarray) -> list[str | None]:
+    """Per step, the name of the input span (DataLoader or data iterator) with the most time in it."""
+    pattern = re.compile(f"{DATALOADER_RE.pattern}|{DATA_ITERATOR_RE.pattern}")
+    ids = {i: n for i, n in enumerate(d.names) if pattern.search(n)}
+    best: list[tuple[float, str | None]] = [(0.0, None)] * len(starts)
+    for table in (d.ops, d.annotations, d.py):
+        for key in table:
+            for ts, dur, name in table.blocks(key):
+                for j in np.flatnonzero(np.isin(name, list(ids))).tolist():
+                    k = int(np.searchsorted(starts, ts[j], side="right")) - 1
+                    if k >= 0 and ts[j] < ends[k] and dur[j] > best[k][0]:
+                        best[k] = (float(dur[j]), ids[int(name[j])])
+    return [name for _, name in best]
+
+
+GPU_PARTS = ("kernel", "memcpy", "memset", "runtime")
+"""The parts a CPU-only trace has no use for (always 0 there): renderers leave them out."""
+
+
+def mean_breakdown(per_step: list[dict]) -> dict[str, float] | None:
+    """The steps' breakdowns averaged, part by part (``step_us`` included); None without steps."""
+    rows = [p["breakdown"] for p in per_step if p.get("breakdown")]
+    if not rows:
+        return None
+    return {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
