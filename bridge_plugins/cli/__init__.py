@@ -27,7 +27,9 @@ class UsageError(Exception):
     """Bad input (a missing file, a trace that is not JSON...): printed as one line, exit code 2."""
 
 
-PATH_HELP = "a job directory, or trace (.json, .json.gz, nsys .nsys-rep and .sqlite) and memory snapshot (.pickle) files"
+PATH_HELP = (
+    "a job directory, or trace (.json, .json.gz, nsys .nsys-rep and .sqlite) and memory snapshot (.pickle) files"
+)
 """What every reader's PATH is (summary, diagnose, report and memory say it alike)."""
 
 
