@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -10,6 +11,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -108,6 +110,22 @@ def stand_in_nsys(tmp_path: Path) -> tuple[Path, Path]:
     log_dir.mkdir()
     (bin_dir / "nsys").symlink_to(FAKE_NSYS)
     return bin_dir, log_dir
+
+
+@functools.cache
+def system_path_without_nsys() -> str:
+    """A PATH that holds the system's tools (/usr/bin, /bin) but never an ``nsys``, on any machine.
+
+    ``PATH=/usr/bin:/bin`` used to fake "no nsys here"; with Debian's nsight-systems installed
+    (scripts/install_nsys.sh) /usr/bin/nsys is there. One directory of links to every program in
+    /usr/bin and /bin except nsys, made once per test process (it outlives the process, in /tmp).
+    """
+    farm = Path(tempfile.mkdtemp(prefix="bridge-no-nsys-"))
+    for system_dir in ("/bin", "/usr/bin"):
+        for entry in os.scandir(system_dir):
+            if entry.name != "nsys" and not (farm / entry.name).exists():
+                (farm / entry.name).symlink_to(entry.path)
+    return str(farm)
 
 
 def use_clean_env(monkeypatch) -> None:
