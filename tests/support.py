@@ -228,6 +228,8 @@ def run_recorded(argv: list[str], tmp_path: Path, check: bool = True, **env) -> 
         "SLURM_PROCID": "0",
         "SLURM_LOCALID": "0",
         "HOME": os.environ.get("HOME", "/tmp"),
+        # the nsys launch wrapper keeps the GPU command shape (cudaProfilerApi) on any machine
+        "BRIDGE_PLUGINS_NSYS_GPU": "1",
         **env,
     }
     proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=60)

@@ -23,6 +23,8 @@ from bridge_plugins.plugins.executor_traits import TRAITS, ExecutorTraits
 from recipes.overrides import parse_overrides
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
 from tests.launch_support import (
+    LOCAL_NSYS_WRAPPER,
+    NSYS_WRAPPER,
     assigned,
     docker_command,
     dryrun,
@@ -113,7 +115,7 @@ def test_slurm_gpu_metrics(launcher, nodes, ntasks, ranks, expect, tmp_path):
     line = srun_line(text)
     assert (
         'bash -c \'GPU_METRICS_FLAG=""; if echo "${GPU_METRICS_NODES}" | grep -q -w "${SLURM_NODEID}"; '
-        'then GPU_METRICS_FLAG="--gpu-metrics-devices=${SLURM_LOCALID}"; fi; nsys profile'
+        'then GPU_METRICS_FLAG="--gpu-metrics-devices=${SLURM_LOCALID}"; fi; bridge-plugins-nsys profile'
     ) in line
     assert " --cuda-event-trace=false $GPU_METRICS_FLAG " in line
     # The wrapper really runs: nsys gets the metrics flag on a listed node, not on others.
@@ -178,7 +180,7 @@ def test_docker_nsys_report_goes_to_container_job_dir(launcher):
     container_command = docker_command(job)
     cmd = norm(container_command)
     assert cmd[: 8 + len(NSYS_DEFAULTS)] == [
-        "nsys",
+        NSYS_WRAPPER,
         "profile",
         "-s",
         "none",
@@ -356,7 +358,7 @@ def test_local_nsys_without_an_nsys_binary_says_so_in_one_line(tmp_path, monkeyp
         exp = dryrun(tiny_gpt_recipe(), run.LocalExecutor(), [user_nsys_plugin()])
     (message,) = [str(w.message) for w in record if NO_NSYS in str(w.message)]
     assert "\n" not in message and message.startswith("NsysPlugin: ") and "LocalExecutor" in message
-    assert local_argv(exp.jobs[0])[0] == "nsys"
+    assert local_argv(exp.jobs[0])[0] == LOCAL_NSYS_WRAPPER
 
 
 def marker_script(tmp_path):
