@@ -7,7 +7,9 @@ import gzip
 import json
 import os
 import re
+import shutil
 import socket
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -126,6 +128,29 @@ def system_path_without_nsys() -> str:
             if entry.name != "nsys" and not (farm / entry.name).exists():
                 (farm / entry.name).symlink_to(entry.path)
     return str(farm)
+
+
+REAL_NSYS = shutil.which("nsys", path="/usr/bin:/usr/local/bin")
+"""The real Nsight Systems CLI (scripts/install_nsys.sh installs Debian's 2022.4), or None."""
+
+
+def nsys_nvtx_ranges(report: Path) -> list[tuple[str, int]]:
+    """(range text, process id) of every NVTX push/pop range in an nsys report, in start order, read
+    with the real exporter (``nsys export --type sqlite``; eventType 59: a push/pop range)."""
+    assert REAL_NSYS is not None
+    sqlite_file = report.with_suffix(".sqlite")
+    subprocess.run(
+        [REAL_NSYS, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", str(sqlite_file), str(report)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    with sqlite3.connect(sqlite_file) as db:
+        rows = db.execute(
+            "SELECT coalesce(e.text, s.value), (e.globalTid >> 24) & 16777215 FROM NVTX_EVENTS e "
+            "LEFT JOIN StringIds s ON s.id = e.textId WHERE e.eventType = 59 ORDER BY e.start"
+        ).fetchall()
+    return [(text, pid) for text, pid in rows]
 
 
 def use_clean_env(monkeypatch) -> None:

@@ -103,7 +103,9 @@ def test_nsys_without_an_nsys_binary_fails_before_launch_and_points_to_dryrun(tm
 def test_dryrun_prints_the_local_nsys_launch_command(tmp_path):
     proc = run_job(recipes("--profiler", "nsys", "--dryrun", "--start", "4", "--end", "7", "--base-dir", str(tmp_path)))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(s.strip() for s in proc.stdout.splitlines() if s.strip().startswith("nsys profile"))
+    # the job-side wrapper in nsys' place, by path (the venv need not be on the job's PATH)
+    wrapper = f"{Path(sys.executable).parent}/bridge-plugins-nsys profile "
+    line = next(s.strip() for s in proc.stdout.splitlines() if s.strip().startswith(wrapper))
     assert " torchrun " in line and "--nproc-per-node 2" in line
     assert "--capture-range=cudaProfilerApi" in line
     assert f"-o {tmp_path}/experiments/tiny_gpt_profiling/" in line and "/tiny_gpt/nsys_profile/profile_%p" in line

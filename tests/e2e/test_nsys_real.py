@@ -4,40 +4,17 @@ report exists, is named as docs/formats.md says, and holds the window's steps as
 from __future__ import annotations
 
 import re
-import shutil
-import sqlite3
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.support import run_job
+from tests.support import REAL_NSYS, nsys_nvtx_ranges, run_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-NSYS = shutil.which("nsys")
-
-
-def nvtx_ranges(report: Path) -> list[tuple[str, int]]:
-    """(range text, process id) of every NVTX push/pop range in an nsys report, by the real exporter."""
-    sqlite_file = report.with_suffix(".sqlite")
-    subprocess.run(
-        [NSYS, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", str(sqlite_file), str(report)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    with sqlite3.connect(sqlite_file) as db:
-        rows = db.execute(
-            "SELECT coalesce(e.text, s.value), (e.globalTid >> 24) & 16777215 FROM NVTX_EVENTS e "
-            "LEFT JOIN StringIds s ON s.id = e.textId WHERE e.eventType = 59 ORDER BY e.start"
-        ).fetchall()
-    return [(text, pid) for text, pid in rows]
-
 
 def test_main_job_under_real_nsys_writes_the_window_as_nvtx_ranges(tmp_path):
-    if NSYS is None:
+    if REAL_NSYS is None:
         pytest.skip("no nsys on PATH: run scripts/install_nsys.sh (Debian's Nsight Systems 2022.4)")
     proc = run_job(
         [sys.executable, "-m", "recipes", "--profiler", "nsys", "--steps", "8", "--start", "3", "--end", "6"]
@@ -48,7 +25,7 @@ def test_main_job_under_real_nsys_writes_the_window_as_nvtx_ranges(tmp_path):
     (report,) = tmp_path.rglob("*.nsys-rep")
     assert report.parent.name == "nsys_profile" and re.fullmatch(r"profile_\d+\.nsys-rep", report.name), report
     assert str(report) in proc.stdout, "the main job names the report"
-    ranges = nvtx_ranges(report)
+    ranges = nsys_nvtx_ranges(report)
     texts = [text for text, _ in ranges]
     # captured by the window's NVTX range (CPU), with exactly the window's steps 3-5 inside it
     assert texts == ["bridge_plugins.window", "ProfilerStep#3", "ProfilerStep#4", "ProfilerStep#5"], ranges

@@ -5,7 +5,6 @@ by tests/helpers/fake_nsys."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +13,11 @@ import pytest
 
 from bridge_plugins.runtime.entry.nsys_launch import probe
 from bridge_plugins.runtime.nsys_options import NsysHelp, OptionsError, parse_help, plan, split_command
-from tests.support import NSYS_DEFAULTS, stand_in_nsys, system_path_without_nsys
+from tests.support import NSYS_DEFAULTS, REAL_NSYS, stand_in_nsys, system_path_without_nsys
 
 WRAPPER = str(Path(sys.executable).parent / "bridge-plugins-nsys")
 NEMO_RUN_PREFIX = ["profile", "-s", "none", "-t", "nvtx,cuda", "-o", "/j/nsys_profile/profile_%p", *NSYS_DEFAULTS]
 COMMAND = ["torchrun", "--nproc-per-node", "2", "-m", "x", ""]
-REAL_NSYS = shutil.which("nsys", path="/usr/bin")
 
 
 def names(options):
