@@ -71,3 +71,36 @@ def check_before_run(check: Callable[[], None]) -> None:
 
         exp.run = run_after_checks
     checks.append(check)
+
+
+_AFTER_WAIT = "_bridge_plugins_after_wait"
+
+
+def after_jobs_end(callback: Callable[[list], None]) -> None:
+    """Call ``callback(jobs)`` each time the current Experiment has waited for jobs to end.
+
+    ``exp.run()`` returns normally when a job fails, and the driver's terminal shows only the
+    state. NeMo Run waits in the private ``Experiment._wait_for_jobs(jobs=...)`` (from ``run`` when
+    it waits, else from ``__exit__``); it is wrapped on the current instance, once.
+    """
+    from nemo_run.run.experiment import _current_experiment
+
+    exp = _current_experiment.get(None)
+    if exp is None:
+        return
+    callbacks = exp.__dict__.get(_AFTER_WAIT)
+    if callbacks is None:
+        callbacks = exp.__dict__[_AFTER_WAIT] = []
+        unwrapped = exp._wait_for_jobs
+
+        @functools.wraps(unwrapped)
+        def wait_then_report(*args, **kwargs):
+            try:
+                return unwrapped(*args, **kwargs)
+            finally:
+                jobs = kwargs.get("jobs", args[0] if args else [])
+                for each in callbacks:
+                    each(list(jobs))
+
+        exp._wait_for_jobs = wait_then_report
+    callbacks.append(callback)
