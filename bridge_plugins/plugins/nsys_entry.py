@@ -1,12 +1,9 @@
 """Launch nsys through the job-side wrapper ``bridge-plugins-nsys`` instead of ``nsys`` itself.
 
-NeMo Run starts the job as ``<executor.get_nsys_entrypoint()> profile OPTIONS... COMMAND...``
-with options fixed at submission; an older nsys on the node refuses the newer ones and the job
-ends before training. The wrapper (runtime/entry/nsys_launch.py) fits the options to the nsys it
-finds there, at job start. Only the program changes: the options and their quoting stay NeMo
-Run's. The executor's method is replaced on this executor object only (the job's own copy, made
-by ``exp.add``), keeping whatever the executor type wraps around ``nsys`` (Slurm's GPU-metrics
-``bash -c '...; nsys``).
+NeMo Run starts the job as ``<executor.get_nsys_entrypoint()> profile OPTIONS... COMMAND...``,
+its options fixed at submission; the wrapper fits them to the nsys on the node at job start
+(docs/plugins.md "nsys"). Only the program changes, on this executor object only (the job's copy
+made by ``exp.add``), keeping what the executor wraps around ``nsys`` (Slurm's GPU metrics).
 """
 
 from __future__ import annotations

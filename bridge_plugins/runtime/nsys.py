@@ -1,15 +1,10 @@
-"""Nsight Systems backend: the window as an NVTX range and cudaProfilerStart/Stop, one NVTX range per step.
+"""Nsight Systems backend: the window as NVTX range and CUDA capture range, one NVTX range per step.
 
-The launch side runs ``nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop``,
-so nsys records only between our cudaProfilerStart and cudaProfilerStop: exactly the window. On a
-node without a GPU the launch wrapper (runtime/entry/nsys_launch.py) captures the NVTX range
-``bridge_plugins.window`` (``--capture-range=nvtx``) instead, which this backend pushes around the
-window on every selected rank. Each step gets an NVTX range ``ProfilerStep#<N>`` (global step
-number; jobdir/names.py), so the nsys timeline shows step boundaries and readers can take step
-numbers from it. NVTX comes from the ``nvtx`` package (CPU too) or torch's CUDA NVTX
-(runtime/nvtx_ranges.py). Per-op NVTX ranges (torch's ``emit_nvtx``, one range per autograd op) cost a lot on
-large models, so they are on only with ``nvtx_per_op`` or ``record_shapes`` (which needs them to
-carry shapes); see benchmarks/ for the measured cost.
+With a GPU, cudaProfilerStart/Stop around the window open and close nsys' capture
+(``--capture-range=cudaProfilerApi``); without one, the launch wrapper captures the NVTX range
+``bridge_plugins.window`` pushed here. Each step is the NVTX range ``ProfilerStep#<N>``
+(docs/formats.md). Per-op NVTX ranges (``emit_nvtx``) cost a lot on large models: only with
+``nvtx_per_op`` or ``record_shapes`` (benchmarks/ has the measured cost).
 """
 
 from __future__ import annotations

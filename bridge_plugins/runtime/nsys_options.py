@@ -1,12 +1,8 @@
 """Fit an ``nsys profile`` command line to the nsys installed where the job runs (standard library only).
 
-NeMo Run writes its nsys options at submission, for whatever nsys version it assumes (0.11.1 adds
-``--cuda-event-trace=false``, which nsys 2022.4 refuses before the job starts). The launch wrapper
-(runtime/entry/nsys_launch.py) asks the nsys on the node (``nsys profile --help``) which options it
-knows and plans here: options it does not know are dropped (one warning), unless the job needs
-them (:data:`NEEDED`: then it fails in one line). On a node without a GPU,
-``--capture-range=cudaProfilerApi`` never opens (no CUDA, no cudaProfilerStart): the plan captures
-the window's NVTX range instead. See docs/plugins.md "Nsight Systems".
+Options that nsys does not know (``nsys profile --help``) are dropped, unless the window needs
+them (:data:`NEEDED`: then one error line); on a node without a GPU the capture range becomes
+the window's NVTX range, since cudaProfilerApi never opens there. See docs/plugins.md "nsys".
 """
 
 from __future__ import annotations

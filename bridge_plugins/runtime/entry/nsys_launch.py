@@ -1,14 +1,9 @@
 """``bridge-plugins-nsys profile OPTIONS... COMMAND...``: run ``nsys`` with what the nsys here accepts.
 
-NsysPlugin makes this the launch command's program in place of ``nsys`` (the executor's nsys
-entrypoint), so the decision is taken where nsys runs, at job start: it asks that nsys
-(``nsys --version``, ``nsys profile --help``, once per launch), drops the options it does not know
-with one warning line, fails in one line when the window cannot be captured without one, switches
-to the NVTX capture range on a node without a GPU (runtime/nsys_options.py), then ``exec``s nsys
-(same pid: signals and the exit code pass through). Standard library only.
-
-``BRIDGE_PLUGINS_NSYS_GPU=1`` / ``=0`` says whether this node has a GPU where the check
-(``/dev/nvidia<N>`` and ``CUDA_VISIBLE_DEVICES``) would be wrong.
+NsysPlugin makes this the launch command's program in place of ``nsys``: at job start it asks
+that nsys (``--version``, ``profile --help``), plans with runtime/nsys_options.py, says what it
+changed in one line each, then ``exec``s nsys (same pid). Standard library only. Behaviour and the
+``BRIDGE_PLUGINS_NSYS_GPU`` override: docs/plugins.md "nsys".
 """
 
 from __future__ import annotations
