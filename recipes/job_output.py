@@ -52,7 +52,17 @@ class Progress:
     so the final summary can say why there is no memory snapshot on a machine without CUDA.
     """
 
-    KEYS = ("| loss", "wrote ", "profiling window", "WARNING", "ERROR", "Traceback", "Error", "Exception:")
+    KEYS = (
+        "| loss",
+        "wrote ",
+        "profiling window",
+        "WARNING",
+        "ERROR",
+        "Traceback",
+        "Error",
+        "Exception:",
+        "[bridge_plugins] nsys",  # the nsys launch wrapper: options left out, CPU capture, no usable nsys
+    )
 
     def __init__(self, job_dir: Path):
         self.job_dir, self.stop = job_dir, threading.Event()

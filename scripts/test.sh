@@ -7,7 +7,7 @@
 #
 # scripts/test.sh --quick [pytest args]: the developer loop. The same checks, then the tests that
 # need no Slurm cluster, no real launch (torchrun, NeMo Run), no browser and no HTA and are not
-# marked slow or big, on two workers (pytest-xdist); installs neither Chromium nor HTA.
+# marked slow or big, on two workers (pytest-xdist); installs neither Chromium nor HTA nor nsys.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -29,6 +29,8 @@ else
   bash scripts/install_mb.sh || echo "[test] Megatron Bridge 0.6.2 could not be fetched (see above)"
   # test-only: Debian's chromium for tests/analysis/test_report_browser.py (root + apt-get; that test says why otherwise)
   bash scripts/install_chromium.sh || echo "[test] chromium could not be installed (see above)"
+  # test-only: Debian's Nsight Systems 2022.4 (non-free) for the real-nsys tests (root + apt-get; they skip and say why otherwise)
+  bash scripts/install_nsys.sh || echo "[test] nsys could not be installed (see above)"
 fi
 
 started_slurm=0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,10 @@ from recipes.overrides import parse_overrides
 from tests.support import NSYS_DEFAULTS
 
 AWKWARD = "/data/my run/snap;1.pickle"
+NSYS_WRAPPER = "bridge-plugins-nsys"
+"""What NsysPlugin runs in place of nsys (the job-side launch wrapper, a console script)."""
+LOCAL_NSYS_WRAPPER = str(Path(sys.executable).parent / NSYS_WRAPPER)
+"""The same, by path, where the job runs on this machine (LocalExecutor)."""
 SLURM_NAME = "profile_%p_%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_rank%q{SLURM_PROCID}"
 FDL_RUNNER = ["-m", "nemo_run.core.runners.fdl_runner", "-n", "job"]
 
@@ -97,7 +102,9 @@ def script_tail(argv: list[str]) -> list[str]:
 
 
 def nsys_segment(out_dir: str) -> str:
-    return f"nsys profile -s none -t nvtx,cuda -o {out_dir}/nsys_profile/{SLURM_NAME} " + " ".join(NSYS_DEFAULTS)
+    return f"{NSYS_WRAPPER} profile -s none -t nvtx,cuda -o {out_dir}/nsys_profile/{SLURM_NAME} " + " ".join(
+        NSYS_DEFAULTS
+    )
 
 
 @contextlib.contextmanager

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
 import re
+import shutil
 import socket
+import sqlite3
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -108,6 +112,45 @@ def stand_in_nsys(tmp_path: Path) -> tuple[Path, Path]:
     log_dir.mkdir()
     (bin_dir / "nsys").symlink_to(FAKE_NSYS)
     return bin_dir, log_dir
+
+
+@functools.cache
+def system_path_without_nsys() -> str:
+    """A PATH that holds the system's tools (/usr/bin, /bin) but never an ``nsys``, on any machine.
+
+    ``PATH=/usr/bin:/bin`` used to fake "no nsys here"; with Debian's nsight-systems installed
+    (scripts/install_nsys.sh) /usr/bin/nsys is there. One directory of links to every program in
+    /usr/bin and /bin except nsys, made once per test process (it outlives the process, in /tmp).
+    """
+    farm = Path(tempfile.mkdtemp(prefix="bridge-no-nsys-"))
+    for system_dir in ("/bin", "/usr/bin"):
+        for entry in os.scandir(system_dir):
+            if entry.name != "nsys" and not (farm / entry.name).exists():
+                (farm / entry.name).symlink_to(entry.path)
+    return str(farm)
+
+
+REAL_NSYS = shutil.which("nsys", path="/usr/bin:/usr/local/bin")
+"""The real Nsight Systems CLI (scripts/install_nsys.sh installs Debian's 2022.4), or None."""
+
+
+def nsys_nvtx_ranges(report: Path) -> list[tuple[str, int]]:
+    """(range text, process id) of every NVTX push/pop range in an nsys report, in start order, read
+    with the real exporter (``nsys export --type sqlite``; eventType 59: a push/pop range)."""
+    assert REAL_NSYS is not None
+    sqlite_file = report.with_suffix(".sqlite")
+    subprocess.run(
+        [REAL_NSYS, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", str(sqlite_file), str(report)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    with sqlite3.connect(sqlite_file) as db:
+        rows = db.execute(
+            "SELECT coalesce(e.text, s.value), (e.globalTid >> 24) & 16777215 FROM NVTX_EVENTS e "
+            "LEFT JOIN StringIds s ON s.id = e.textId WHERE e.eventType = 59 ORDER BY e.start"
+        ).fetchall()
+    return [(text, pid) for text, pid in rows]
 
 
 def use_clean_env(monkeypatch) -> None:
@@ -210,6 +253,8 @@ def run_recorded(argv: list[str], tmp_path: Path, check: bool = True, **env) -> 
         "SLURM_PROCID": "0",
         "SLURM_LOCALID": "0",
         "HOME": os.environ.get("HOME", "/tmp"),
+        # the nsys launch wrapper keeps the GPU command shape (cudaProfilerApi) on any machine
+        "BRIDGE_PLUGINS_NSYS_GPU": "1",
         **env,
     }
     proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=60)

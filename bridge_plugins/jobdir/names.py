@@ -31,6 +31,12 @@ NSYS_SLURM_FILENAME = "profile_%p_%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_rank%q{S
 NSYS_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
 JOB_REPORT_NAME = "profile_report.html"
 """The offline HTML report the main job (``python -m recipes``) writes in the job directory."""
+NSYS_STEP_RANGE = "ProfilerStep#{step}"
+"""The NVTX range text the job pushes around each window step under nsys (global step number),
+the same text as the PyTorch profiler's step annotations: a reader takes step numbers from it."""
+NSYS_WINDOW_RANGE = "bridge_plugins.window"
+"""The NVTX range the job pushes around the whole window under nsys; on a node without a GPU the
+nsys launch wrapper captures exactly this range (``--capture-range=nvtx``)."""
 
 _TAGS = r"(?P<tags>(?:_(?:trigger|requeue|restart)\d+)*)(?:\.(?P<dup>\d+))?"
 _TRACE_RE = re.compile(r"^rank(?P<rank>\d+)_steps(?P<first>\d+)-(?P<last>\d+)" + _TAGS + r"$")

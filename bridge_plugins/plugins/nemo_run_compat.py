@@ -38,7 +38,36 @@ def set_tunnel_job_dir(executor: run.Executor, experiment_id: str) -> None:
     executor.tunnel._set_job_dir(experiment_id)
 
 
-_RUN_CHECKS = "_bridge_plugins_run_checks"
+def _hooks_on_current_experiment(method: str, wrap: Callable[[Callable, list], Callable]) -> list | None:
+    """The current Experiment's hook list for ``method`` (None outside an Experiment); on first use
+    the method is replaced on that one instance by ``wrap(original, hooks)``.
+
+    The current Experiment is the private contextvar ``_current_experiment`` (run/experiment.py ~70).
+    """
+    from nemo_run.run.experiment import _current_experiment
+
+    exp = _current_experiment.get(None)
+    if exp is None:
+        return None
+    key = f"_bridge_plugins_hooks_{method}"
+    hooks = exp.__dict__.get(key)
+    if hooks is None:
+        hooks = exp.__dict__[key] = []
+        setattr(exp, method, wrap(getattr(exp, method), hooks))
+    return hooks
+
+
+def _run_after_checks(unchecked: Callable, checks: list) -> Callable:
+    signature = inspect.signature(unchecked)
+
+    @functools.wraps(unchecked)
+    def run_after_checks(*args, **kwargs):
+        if not signature.bind(*args, **kwargs).arguments.get("direct", False):
+            for each in checks:
+                each()
+        return unchecked(*args, **kwargs)
+
+    return run_after_checks
 
 
 def check_before_run(check: Callable[[], None]) -> None:
@@ -47,27 +76,34 @@ def check_before_run(check: Callable[[], None]) -> None:
     this process without the executor's launcher).
 
     A plugin's ``setup`` runs in ``exp.add``, before NeMo Run knows whether the experiment will be
-    dry run or run, and NeMo Run has no launch-time hook for plugins. The current Experiment is
-    the private contextvar ``_current_experiment`` (run/experiment.py ~70); ``run`` is wrapped on
-    that one instance, once. Outside an Experiment (``setup`` called directly) there is no run to check.
+    dry run or run, and NeMo Run has no launch-time hook for plugins: ``run`` is wrapped on the
+    current Experiment, once. Outside an Experiment (``setup`` called directly) there is no run to check.
     """
-    from nemo_run.run.experiment import _current_experiment
+    checks = _hooks_on_current_experiment("run", _run_after_checks)
+    if checks is not None:
+        checks.append(check)
 
-    exp = _current_experiment.get(None)
-    if exp is None:
-        return
-    checks = exp.__dict__.get(_RUN_CHECKS)
-    if checks is None:
-        checks = exp.__dict__[_RUN_CHECKS] = []
-        unchecked = exp.run
-        signature = inspect.signature(unchecked)
 
-        @functools.wraps(unchecked)
-        def run_after_checks(*args, **kwargs):
-            if not signature.bind(*args, **kwargs).arguments.get("direct", False):
-                for each in checks:
-                    each()
-            return unchecked(*args, **kwargs)
+def _wait_then_report(unwrapped: Callable, callbacks: list) -> Callable:
+    @functools.wraps(unwrapped)
+    def wait_then_report(*args, **kwargs):
+        try:
+            return unwrapped(*args, **kwargs)
+        finally:
+            jobs = kwargs.get("jobs", args[0] if args else [])
+            for each in callbacks:
+                each(list(jobs))
 
-        exp.run = run_after_checks
-    checks.append(check)
+    return wait_then_report
+
+
+def after_jobs_end(callback: Callable[[list], None]) -> None:
+    """Call ``callback(jobs)`` each time the current Experiment has waited for jobs to end.
+
+    ``exp.run()`` returns normally when a job fails, and the driver's terminal shows only the
+    state. NeMo Run waits in the private ``Experiment._wait_for_jobs(jobs=...)`` (from ``run`` when
+    it waits, else from ``__exit__``); it is wrapped on the current Experiment, once.
+    """
+    callbacks = _hooks_on_current_experiment("_wait_for_jobs", _wait_then_report)
+    if callbacks is not None:
+        callbacks.append(callback)

@@ -20,6 +20,8 @@ from nemo_run.core.execution.launcher import Launcher, Torchrun
 from bridge_plugins.plugins.edits import Edit, warn
 from bridge_plugins.plugins.executor_traits import CONTAINER_JOB_DIR, peek_launcher, traits_for
 from bridge_plugins.plugins.nsys_binary import plan_nsys_binary_check
+from bridge_plugins.plugins.nsys_entry import route_nsys_through_wrapper
+from bridge_plugins.plugins.nsys_outcome import say_why_failed
 from bridge_plugins.plugins.quoting import QuotingChain
 
 GPU_METRICS_ENV = "GPU_METRICS_NODES"
@@ -205,6 +207,8 @@ def plan_nsys(
 
     def edit() -> None:
         executor.launcher = new
+        route_nsys_through_wrapper(executor, traits)
+        say_why_failed(owner, executor)
         if require_nsys is not None:
             require_nsys()
         if new.nsys_gpu_metrics and traits.nsys_gpu_metrics and GPU_METRICS_ENV not in executor.env_vars:

@@ -28,7 +28,7 @@ from bridge_plugins.jobdir.on_demand import (
     requests_dir,
     write_progress,
 )
-from tests.support import ROOT, clean_env, has_cuda
+from tests.support import ROOT, clean_env, has_cuda, system_path_without_nsys
 
 FIXTURES = ROOT / "tests" / "fixtures"
 SHARED_TRACES = Path(os.environ.get("BRIDGE_SHARED") or ROOT.parent / "shared") / "fixtures" / "gpu-traces"
@@ -268,7 +268,7 @@ def test_nsys_dryrun_without_nsys_does_not_tell_to_use_dryrun(tmp_path):
         "--dryrun",
         "--base-dir",
         str(tmp_path),
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin",
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{system_path_without_nsys()}",
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "exp.dryrun()" not in proc.stderr and "will refuse" not in proc.stderr, proc.stderr

@@ -14,7 +14,7 @@ import pytest
 
 from bridge_plugins.jobdir.names import JOB_REPORT_NAME
 from recipes.__main__ import build_parser, check_args
-from tests.support import has_cuda, run_job, trace_files, trace_steps
+from tests.support import has_cuda, run_job, system_path_without_nsys, trace_files, trace_steps
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +95,7 @@ def assert_offline_report_beside_artifacts(out, job_dir, steps):
 
 
 def test_nsys_without_an_nsys_binary_fails_before_launch_and_points_to_dryrun(tmp_path):
-    proc = run_job(recipes("--profiler", "nsys", "--base-dir", str(tmp_path)), PATH="/usr/bin:/bin")
+    proc = run_job(recipes("--profiler", "nsys", "--base-dir", str(tmp_path)), PATH=system_path_without_nsys())
     assert proc.returncode == 2
     assert "'nsys' binary on PATH" in proc.stderr and "--dryrun" in proc.stderr
     assert not (tmp_path / "experiments").exists(), "nothing was launched or written"
@@ -104,7 +104,9 @@ def test_nsys_without_an_nsys_binary_fails_before_launch_and_points_to_dryrun(tm
 def test_dryrun_prints_the_local_nsys_launch_command(tmp_path):
     proc = run_job(recipes("--profiler", "nsys", "--dryrun", "--start", "4", "--end", "7", "--base-dir", str(tmp_path)))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(s.strip() for s in proc.stdout.splitlines() if s.strip().startswith("nsys profile"))
+    # the job-side wrapper in nsys' place, by path (the venv need not be on the job's PATH)
+    wrapper = f"{Path(sys.executable).parent}/bridge-plugins-nsys profile "
+    line = next(s.strip() for s in proc.stdout.splitlines() if s.strip().startswith(wrapper))
     assert " torchrun " in line and "--nproc-per-node 2" in line
     assert "--capture-range=cudaProfilerApi" in line
     assert f"-o {tmp_path}/experiments/tiny_gpt_profiling/" in line and "/tiny_gpt/nsys_profile/profile_%p" in line
@@ -213,7 +215,7 @@ def test_every_flag_has_help_text():
 
 
 def test_slurm_nsys_without_nsys_here_warns_and_leaves_the_check_to_the_node(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("PATH", system_path_without_nsys())
     parser = build_parser()
     args = parser.parse_args(["--profiler", "nsys", "--executor", "slurm", "--account", "a", "--partition", "p"])
     check_args(args, parser)  # no SystemExit: clusters often have nsys on compute nodes only
@@ -246,7 +248,9 @@ def test_slurm_nsys_job_checks_for_nsys_on_the_node_and_fails_clearly(tmp_path):
     check = next(line for line in script.splitlines() if "command -v nsys" in line)
     assert "ERROR" not in check, "set -v echoes this line into every job's log, where progress shows ERROR lines"
     assert script.index(check) < script.index("nsys profile"), "checked before srun starts nsys"
-    node = subprocess.run(["bash", "-c", check], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    node = subprocess.run(
+        ["bash", "-c", check], env={"PATH": system_path_without_nsys()}, capture_output=True, text=True
+    )
     assert node.returncode == 127
     assert "[recipes] error:" in node.stderr and "'nsys'" in node.stderr and "Nsight Systems" in node.stderr
 
@@ -405,7 +409,9 @@ def kill_processes_mentioning(text: str) -> None:
 def test_plugin_warnings_are_one_line_each(tmp_path):
     """A plugin's warning (here: no nsys on this machine, which a dry run turns into a note) is one
     line, not Python's two-line warning with our source file and line."""
-    proc = run_job(recipes("--profiler", "nsys", "--dryrun", "--base-dir", str(tmp_path)), PATH="/usr/bin:/bin")
+    proc = run_job(
+        recipes("--profiler", "nsys", "--dryrun", "--base-dir", str(tmp_path)), PATH=system_path_without_nsys()
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (line,) = [x for x in (proc.stdout + proc.stderr).splitlines() if "no 'nsys' binary" in x]
     assert line.startswith("[recipes] note: no 'nsys' binary on PATH here"), "a dry run is what it would suggest"

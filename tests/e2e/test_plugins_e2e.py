@@ -99,6 +99,8 @@ def test_nsys_chain_with_stand_in_nsys(tmp_path, monkeypatch):
     bindir, log = stand_in_nsys(tmp_path)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
+    # NeMo Run's options as they are (the CPU plan: tests/runtime/test_nsys_launch.py)
+    monkeypatch.setenv("BRIDGE_PLUGINS_NSYS_GPU", "1")
     plugin = NsysPlugin(profile_step_start=2, profile_step_end=4, profile_ranks=[0], nsys_trace=["nvtx", "cuda"])
     _, job, job_dir = run_experiment(small_recipe(), torchrun_executor(), [plugin])
 
@@ -127,7 +129,7 @@ def test_nsys_chain_with_stand_in_nsys(tmp_path, monkeypatch):
     ]
     assert (job_dir / "nsys_profile" / f"profile_{pid}.nsys-rep").is_file()
     # The job itself read use_nsys_profiler from the packaged config (CPU: it says it skips CUDA capture).
-    assert "nsys profiling requested but CUDA is not available" in job_logs(job_dir)
+    assert "nsys profiling but CUDA is not available" in job_logs(job_dir)
     assert not (job_dir / "torch_profile").exists()
 
 

@@ -181,7 +181,7 @@ def test_nsys_one_report_per_slurm_task(slurm_cluster, tmp_path):
     reports = sorted(report_dir.glob("*.nsys-rep"))
     assert sorted(str(p) for p in reports) == sorted(o + ".nsys-rep" for o in outputs)
     # On CPU the job skips cudaProfilerStart/Stop but still runs the window on both ranks.
-    assert "nsys profiling requested but CUDA is not available" in ran.full_logs, ran.logs
+    assert "nsys profiling but CUDA is not available" in ran.full_logs, ran.logs
     assert "training 8 steps on 2 rank(s)" in ran.full_logs, ran.logs
 
 
@@ -207,7 +207,8 @@ def test_fault_tolerance_with_nsys_renders_valid_sbatch_without_nsys(slurm_clust
     text = script.read_text()
     (srun,) = [ln for ln in text.splitlines() if ln.startswith("srun --output")]
     assert " --kill-on-bad-exit=1 ft_launcher " in srun, srun
-    assert "nsys" not in text.replace(str(tmp_path), "<tmp>"), text  # (the tmp dir's name holds 'nsys')
+    # (the tmp dir's name holds 'nsys', and so may the checkout's: /work/wt-nsys-run)
+    assert "nsys" not in text.replace(str(tmp_path), "<tmp>").replace(str(ROOT), "<repo>"), text
     assert not (Path(job.executor.job_dir) / "nsys_profile").exists()
     assert "--ntasks-per-node=1" in text, text  # FT, like torchrun, runs one task per node
     proc = subprocess.run(

@@ -18,6 +18,7 @@ from recipes.config import ConfigContainer
 from recipes.tiny_gpt import tiny_gpt_recipe
 from tests.launch_support import (
     FDL_RUNNER,
+    LOCAL_NSYS_WRAPPER,
     ForeignContainer,
     ForeignFT,
     ForeignProfilingConfig,
@@ -42,7 +43,7 @@ def test_local_torchrun_partial_nsys_exact_command_and_config(tmp_path, monkeypa
     job = exp.jobs[0]
     jd = job.executor.job_dir
     assert local_argv(job) == [
-        "nsys",
+        LOCAL_NSYS_WRAPPER,
         "profile",
         "-s",
         "none",
@@ -81,7 +82,7 @@ def test_local_no_launcher_partial_nsys_exact_command():
     job = exp.jobs[0]
     jd = job.executor.job_dir
     assert local_argv(job) == [
-        "nsys",
+        LOCAL_NSYS_WRAPPER,
         "profile",
         "-s",
         "none",

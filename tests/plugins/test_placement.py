@@ -23,6 +23,8 @@ from bridge_plugins.plugins.executor_traits import TRAITS, ExecutorTraits
 from recipes.overrides import parse_overrides
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
 from tests.launch_support import (
+    LOCAL_NSYS_WRAPPER,
+    NSYS_WRAPPER,
     assigned,
     docker_command,
     dryrun,
@@ -34,7 +36,15 @@ from tests.launch_support import (
     slurm,
     user_nsys_plugin,
 )
-from tests.support import FAKE_NSYS, NSYS_DEFAULTS, run_docker_command, run_sbatch_command, srun_line, stand_in_nsys
+from tests.support import (
+    FAKE_NSYS,
+    NSYS_DEFAULTS,
+    run_docker_command,
+    run_sbatch_command,
+    srun_line,
+    stand_in_nsys,
+    system_path_without_nsys,
+)
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
@@ -105,7 +115,7 @@ def test_slurm_gpu_metrics(launcher, nodes, ntasks, ranks, expect, tmp_path):
     line = srun_line(text)
     assert (
         'bash -c \'GPU_METRICS_FLAG=""; if echo "${GPU_METRICS_NODES}" | grep -q -w "${SLURM_NODEID}"; '
-        'then GPU_METRICS_FLAG="--gpu-metrics-devices=${SLURM_LOCALID}"; fi; nsys profile'
+        'then GPU_METRICS_FLAG="--gpu-metrics-devices=${SLURM_LOCALID}"; fi; bridge-plugins-nsys profile'
     ) in line
     assert " --cuda-event-trace=false $GPU_METRICS_FLAG " in line
     # The wrapper really runs: nsys gets the metrics flag on a listed node, not on others.
@@ -170,7 +180,7 @@ def test_docker_nsys_report_goes_to_container_job_dir(launcher):
     container_command = docker_command(job)
     cmd = norm(container_command)
     assert cmd[: 8 + len(NSYS_DEFAULTS)] == [
-        "nsys",
+        NSYS_WRAPPER,
         "profile",
         "-s",
         "none",
@@ -343,12 +353,12 @@ NO_NSYS = "there is no 'nsys' binary on the job's PATH"
 def test_local_nsys_without_an_nsys_binary_says_so_in_one_line(tmp_path, monkeypatch):
     """setup cannot tell exp.dryrun() from exp.run(): it warns (one line) instead of refusing, so a
     dryrun still works; exp.run() refuses (the tests below)."""
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("PATH", system_path_without_nsys())
     with pytest.warns(ProfilingPluginWarning, match=NO_NSYS) as record:
         exp = dryrun(tiny_gpt_recipe(), run.LocalExecutor(), [user_nsys_plugin()])
     (message,) = [str(w.message) for w in record if NO_NSYS in str(w.message)]
     assert "\n" not in message and message.startswith("NsysPlugin: ") and "LocalExecutor" in message
-    assert local_argv(exp.jobs[0])[0] == "nsys"
+    assert local_argv(exp.jobs[0])[0] == LOCAL_NSYS_WRAPPER
 
 
 def marker_script(tmp_path):
@@ -361,7 +371,7 @@ def marker_script(tmp_path):
 def test_local_nsys_run_without_an_nsys_binary_is_refused_before_launch(tmp_path, monkeypatch):
     """exp.run() fails with our one-line error, before anything launches (it used to end in
     torchx's Popen FileNotFoundError traceback); the dryrun above still works."""
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("PATH", system_path_without_nsys())
     task, started = marker_script(tmp_path)
     with pytest.warns(ProfilingPluginWarning, match=NO_NSYS), run.Experiment("plugtest", log_level="WARN") as exp:
         exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
@@ -375,7 +385,7 @@ def test_local_nsys_run_without_an_nsys_binary_is_refused_before_launch(tmp_path
 
 
 def test_run_run_without_an_nsys_binary_is_refused_before_launch(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("PATH", system_path_without_nsys())
     task, started = marker_script(tmp_path)
     with pytest.warns(ProfilingPluginWarning, match=NO_NSYS), pytest.raises(NsysNotFoundError, match=NO_NSYS):
         run.run(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
@@ -385,12 +395,14 @@ def test_run_run_without_an_nsys_binary_is_refused_before_launch(tmp_path, monke
 def test_local_nsys_installed_after_setup_runs(tmp_path, monkeypatch):
     """The check is made again at exp.run(): nsys put on the executor's PATH after exp.add() is found."""
     bindir, nsys_log = stand_in_nsys(tmp_path)
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("PATH", system_path_without_nsys())
     monkeypatch.setenv("FAKE_NSYS_LOG", str(nsys_log))
     task, started = marker_script(tmp_path)
     with pytest.warns(ProfilingPluginWarning, match=NO_NSYS), run.Experiment("plugtest", log_level="WARN") as exp:
         exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
-        exp.jobs[0].executor.env_vars["PATH"] = f"{bindir}:{os.path.dirname(sys.executable)}:/usr/bin:/bin"
+        exp.jobs[0].executor.env_vars["PATH"] = (
+            f"{bindir}:{os.path.dirname(sys.executable)}:{system_path_without_nsys()}"
+        )
         exp.run(sequential=True)
     assert exp.jobs[0].launched and started.exists()
     assert list(nsys_log.iterdir()), "the job ran under the stand-in nsys"
@@ -398,7 +410,7 @@ def test_local_nsys_installed_after_setup_runs(tmp_path, monkeypatch):
 
 def test_direct_run_needs_no_nsys(tmp_path, monkeypatch):
     """exp.run(direct=True) runs the task in this process, without the nsys wrapper: not refused."""
-    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}:{system_path_without_nsys()}")
     task, started = marker_script(tmp_path)
     with pytest.warns(ProfilingPluginWarning, match=NO_NSYS), run.Experiment("plugtest", log_level="WARN") as exp:
         exp.add(task, executor=run.LocalExecutor(), plugins=[user_nsys_plugin()], name="job")
@@ -408,14 +420,18 @@ def test_direct_run_needs_no_nsys(tmp_path, monkeypatch):
 
 def test_local_nsys_binary_found_on_the_executor_path(tmp_path, monkeypatch):
     bindir, _ = stand_in_nsys(tmp_path)
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("PATH", system_path_without_nsys())
     with warnings.catch_warnings():
         warnings.simplefilter("error", ProfilingPluginWarning)
-        dryrun(tiny_gpt_recipe(), run.LocalExecutor(env_vars={"PATH": f"{bindir}:/usr/bin:/bin"}), [user_nsys_plugin()])
+        dryrun(
+            tiny_gpt_recipe(),
+            run.LocalExecutor(env_vars={"PATH": f"{bindir}:{system_path_without_nsys()}"}),
+            [user_nsys_plugin()],
+        )
 
 
 def test_slurm_nsys_does_not_look_for_nsys_on_the_submitting_host(monkeypatch):
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("PATH", system_path_without_nsys())
     with warnings.catch_warnings():
         warnings.simplefilter("error", ProfilingPluginWarning)
         dryrun(tiny_gpt_recipe(), slurm(), [user_nsys_plugin()])
@@ -433,7 +449,7 @@ def test_earlier_nsys_options_are_requoted_when_gpu_metrics_wrap_the_command(lau
 def test_a_plugin_warning_points_at_the_users_line(tmp_path, monkeypatch):
     """Python prints a warning with the file and line it names: that should be the user's
     ``exp.add(...)``, not a line inside bridge_plugins or NeMo Run."""
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("PATH", system_path_without_nsys())
     with (
         pytest.warns(ProfilingPluginWarning, match=NO_NSYS) as record,
         run.Experiment("plugtest", log_level="WARN") as exp,

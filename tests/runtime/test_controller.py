@@ -196,6 +196,10 @@ def test_nsys_on_cpu_warns_once_and_does_not_crash(tmp_path, train_step, caplog)
     )
     warns = [m for m in warnings_of(caplog) if "nsys" in m]
     assert len(warns) == 1 and "CUDA is not available" in warns[0]
+    # the CPU capture range: the window's NVTX range, one ProfilerStep#N range per step (nvtx package)
+    assert "'bridge_plugins.window'" in warns[0] and "from nvtx" in warns[0], warns[0]
+    (nsys,) = ctl._window.backends
+    assert nsys.ranges_emitted == 2 and not nsys.window_range_open
     assert ctl.artifacts == [] and ctl.captured_steps == range(1, 3)
     assert not any(r.levelno >= logging.ERROR for r in caplog.records)
 

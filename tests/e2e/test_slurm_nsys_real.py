@@ -1,0 +1,38 @@
+"""NsysPlugin under the real Nsight Systems (Debian's 2022.4) on the two-node Slurm cluster
+(scripts/slurm/up.sh --nodes 2): one report per profiled rank, named with its job id, node id and
+rank (docs/formats.md), holding exactly the window's steps as ``ProfilerStep#N`` NVTX ranges."""
+
+from __future__ import annotations
+
+import pytest
+
+from bridge_plugins import NsysPlugin
+from bridge_plugins.jobdir import names as artifact_names
+from recipes.tiny_gpt import tiny_gpt_recipe
+from tests.slurm_support import job_env, require_nodes, run_on_slurm, slurm_executor
+from tests.support import REAL_NSYS, nsys_nvtx_ranges
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+START, END, STEPS = 3, 6, 8
+
+
+def test_real_nsys_one_report_per_profiled_rank_across_two_nodes(slurm_cluster, nemo_home, tmp_path):
+    if REAL_NSYS is None:
+        pytest.skip("no nsys: run scripts/install_nsys.sh (Debian's Nsight Systems 2022.4)")
+    cluster = {**slurm_cluster, "nodes": require_nodes(2)[:2]}
+    executor = slurm_executor(cluster, tmp_path, nodes=2, ntasks_per_node=1, env=job_env())
+    plugin = NsysPlugin(profile_step_start=START, profile_step_end=END, profile_ranks=[0, 1])
+    recipe = tiny_gpt_recipe(train__train_iters=STEPS, model__hidden_size=32)
+    ran = run_on_slurm(tmp_path, recipe, executor, [plugin])
+    ran.assert_succeeded()
+    reports = sorted((ran.job_dir / artifact_names.NSYS_DIR).glob("*.nsys-rep"))
+    names = [artifact_names.parse(p) for p in reports]
+    assert [(n.kind, n.job_id, n.node, n.rank) for n in names] == [
+        ("nsys_report", ran.slurm_id, 0, 0),
+        ("nsys_report", ran.slurm_id, 1, 1),
+    ], reports
+    window = [f"ProfilerStep#{s}" for s in range(START, END)]
+    for report in reports:
+        assert [text for text, _ in nsys_nvtx_ranges(report)] == ["bridge_plugins.window", *window], report
+    assert "does not know --cuda-event-trace=false" in ran.full_logs, ran.logs
