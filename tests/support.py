@@ -153,6 +153,20 @@ def nsys_nvtx_ranges(report: Path) -> list[tuple[str, int]]:
     return [(text, pid) for text, pid in rows]
 
 
+def summary_steps(job_dir: Path) -> list[tuple[str, list[int]]]:
+    """(format, captured steps) of each trace that ``bridge-plugins summary JOB_DIR --json`` reads
+    (a Chrome trace has no ``format``: "chrome")."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bridge_plugins", "summary", str(job_dir), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    traces = json.loads(proc.stdout)["traces"]
+    return [(t.get("format", "chrome"), [p["step"] for p in t["per_step"]]) for t in traces]
+
+
 def use_clean_env(monkeypatch) -> None:
     """Make this process's environment ``clean_env()`` (for jobs that NeMo Run spawns from it)."""
     for var in DIST_VARS:

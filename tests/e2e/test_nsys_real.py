@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.support import REAL_NSYS, nsys_nvtx_ranges, run_job
+from tests.support import REAL_NSYS, nsys_nvtx_ranges, run_job, summary_steps
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -25,6 +25,8 @@ def test_main_job_under_real_nsys_writes_the_window_as_nvtx_ranges(tmp_path):
     (report,) = tmp_path.rglob("*.nsys-rep")
     assert report.parent.name == "nsys_profile" and re.fullmatch(r"profile_\d+\.nsys-rep", report.name), report
     assert str(report) in proc.stdout, "the main job names the report"
+    # the job directory as the user has it (the .nsys-rep alone): summary lists the window's steps
+    assert summary_steps(report.parent.parent) == [("nsys-rep", [3, 4, 5])]
     ranges = nsys_nvtx_ranges(report)
     texts = [text for text, _ in ranges]
     # captured by the window's NVTX range (CPU), with exactly the window's steps 3-5 inside it

@@ -10,7 +10,7 @@ from bridge_plugins import NsysPlugin
 from bridge_plugins.jobdir import names as artifact_names
 from recipes.tiny_gpt import tiny_gpt_recipe
 from tests.slurm_support import job_env, require_nodes, run_on_slurm, slurm_executor
-from tests.support import REAL_NSYS, nsys_nvtx_ranges
+from tests.support import REAL_NSYS, nsys_nvtx_ranges, summary_steps
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -32,6 +32,8 @@ def test_real_nsys_one_report_per_profiled_rank_across_two_nodes(slurm_cluster, 
         ("nsys_report", ran.slurm_id, 0, 0),
         ("nsys_report", ran.slurm_id, 1, 1),
     ], reports
+    # summary on the job directory (the two .nsys-rep alone) lists each report's window steps
+    assert summary_steps(ran.job_dir) == [("nsys-rep", list(range(START, END)))] * 2
     window = [f"ProfilerStep#{s}" for s in range(START, END)]
     for report in reports:
         assert [text for text, _ in nsys_nvtx_ranges(report)] == ["bridge_plugins.window", *window], report
