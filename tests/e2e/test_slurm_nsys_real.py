@@ -26,8 +26,10 @@ def test_real_nsys_one_report_per_profiled_rank_across_two_nodes(slurm_cluster, 
     recipe = tiny_gpt_recipe(train__train_iters=STEPS, model__hidden_size=32)
     ran = run_on_slurm(tmp_path, recipe, executor, [plugin])
     ran.assert_succeeded()
-    reports = sorted((ran.job_dir / artifact_names.NSYS_DIR).glob("*.nsys-rep"))
-    names = [artifact_names.parse(p) for p in reports]
+    # by node and rank: the file names begin with each nsys's pid, in no set order
+    found = [(artifact_names.parse(p), p) for p in (ran.job_dir / artifact_names.NSYS_DIR).glob("*.nsys-rep")]
+    found.sort(key=lambda named: (named[0].node, named[0].rank))
+    names, reports = [n for n, _ in found], [p for _, p in found]
     assert [(n.kind, n.job_id, n.node, n.rank) for n in names] == [
         ("nsys_report", ran.slurm_id, 0, 0),
         ("nsys_report", ran.slurm_id, 1, 1),
