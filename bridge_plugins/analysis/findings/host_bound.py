@@ -1,14 +1,10 @@
 """``host_bound``: the GPU sits idle waiting for the host to give it work.
 
-Real when the GPU's busiest stream spends at least ``MIN_IDLE_SHARE`` of the GPU span idle and
-most of that idle time is host wait (HTA's idle breakdown). Launch-bound when kernels are shorter
-on the GPU than their launch on the CPU (the CPU cannot issue them fast enough); otherwise the
-host is busy elsewhere (input pipeline, Python, synchronizations). On a CPU-only trace: real when
-the training thread spends at least ``MIN_OUTSIDE_SHARE`` of the median step outside any operator.
-The input wait ``input_bound`` explains (a DataLoader fetch while the GPU idles) is taken out first,
-and on a CPU-only trace the time collectives (``gloo:*``) hold the step: what is left is what this
-finding claims.
-"""
+Real when the GPU's busiest stream is idle for at least ``MIN_IDLE_SHARE`` of the GPU span and most
+of that is host wait (HTA's idle breakdown); launch-bound when kernels are shorter than their
+launches. CPU-only: the training thread outside any operator for ``MIN_OUTSIDE_SHARE`` of the median
+step. The input wait ``input_bound`` explains, and on CPU the collectives' time, are taken out
+first. The rule in full: docs/diagnose.md."""
 
 from __future__ import annotations
 

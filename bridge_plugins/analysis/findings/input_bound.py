@@ -1,14 +1,9 @@
 """``input_bound``: steps wait on their input (the data loader) while the GPU has nothing to run.
 
-Real when the steps' input wait (``per_step[i].input_wait_us``, trace/step_breakdown: a DataLoader
-fetch ``enumerate(DataLoader)#...__next__``, or a Megatron-style ``get_batch`` /
-``next(data_iterator)`` span, running while no GPU event does) is at least ``MIN_SHARE`` of the
-median step in the median step: torch-tb-profiler's bar for its "time is in DataLoader" advice. The time at
-stake is that wait in the median step (a first step that starts the loader's workers is not a
-finding on its own). It explains that much of the GPU's idle time (or, on a CPU-only
-trace, of the time outside operators), so ``host_bound`` no longer claims it
-(:func:`explained_us`), and ``rank_findings`` puts it ahead of that rank's ``host_bound``.
-"""
+Real when the median step's input wait (``per_step[i].input_wait_us``: a DataLoader fetch or a
+Megatron-style ``get_batch`` / ``next(data_iterator)`` span with no GPU event running) is at least
+``MIN_SHARE`` of it, torch-tb-profiler's bar. That wait is the time at stake; ``host_bound`` no
+longer claims it (:func:`explained_us`) and ``rank_findings`` ranks this first. docs/diagnose.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """Per captured step: its time and how idle the GPU was for it, the cells of the many-ranks heatmaps.
 
-A step's GPU work is what its CPU side launched: the kept GPU events (see gpu_breakdown) whose
-``correlation`` matches a launch that starts inside the step's ``ProfilerStep`` span. The step's
-**GPU idle share** is the part of its GPU window (from the first of those events' start to the last
-one's end) in which none of them runs, on any stream: HTA's idle time, per step. None for a step
-that launched nothing on the GPU (and for every step of a CPU-only trace). ``breakdown`` and
-``input_wait_us``: where the step's time goes, TensorBoard's split (step_breakdown; ``gpu_roles``
-from its ``gpu_role_spans``).
-"""
+A step's GPU work is the kept GPU events (gpu_breakdown) launched from inside its ``ProfilerStep``
+span; its GPU idle share is the part of that work's window with none of them running (HTA's idle
+time, per step), None where it launched nothing. ``breakdown`` and ``input_wait_us`` come from
+step_breakdown (docs/analysis-schema.md, "Step breakdown")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """In which precision the GEMM and convolution kernels ran, and whether the GPU has Tensor Cores.
 
-Kernel names say it (cuBLAS, cuDNN and CUTLASS name their kernels by data type): ``h1688``,
-``h884``, ``hcudnn``, ``f16``, ``bf16``, ``fp8``/``e4m3``, ``int8`` are half or lower precision; ``sgemm``, ``scudnn``,
-``s1688``/``s884``/``s16816`` (TF32 Tensor Core GEMMs: fp32 in memory), ``tf32``, ``f32f32`` and
-templates over ``float`` are fp32. A kernel whose name says neither is not counted: recent cuBLAS's
-Hopper GEMMs (``nvjet_*``) among them, whose names we have no documented key for; the operators'
-recorded input types (``record_shapes``) would tell, and are not read yet. Tensor Cores:
-an NVIDIA GPU of compute capability 7.0 or more, from the trace's ``deviceProperties``.
-"""
+Kernel names say it (cuBLAS, cuDNN and CUTLASS name kernels by data type: the patterns below); a
+name that says neither (Hopper's ``nvjet_*``) is not counted. Tensor Cores: an NVIDIA GPU of compute
+capability 7.0 or more, from ``deviceProperties``. The rule and its limits: docs/diagnose.md
+(``fp32_gemm``)."""
 
 from __future__ import annotations
 

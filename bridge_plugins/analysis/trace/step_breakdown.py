@@ -1,21 +1,9 @@
-"""Where each step's time goes: the TensorBoard profiler plugin's overview split, per step.
+"""Where each step's time goes: torch-tb-profiler 0.4.3's overview split, per step.
 
-torch-tb-profiler (0.4.3, ``profiler/overall_parser.py`` and ``event_parser.py``) gives each instant
-of a step to the first of these that is busy then, in this order: a GPU kernel, a memcpy, a memset,
-communication (the CPU spans of the ``nccl:*``/``gloo:*`` collectives; NCCL kernels are kernels, as
-the plugin counts them unless the ``nccl:*`` operator launched them itself, which no trace here shows),
-a CUDA runtime call, a DataLoader fetch (``enumerate(DataLoader)#...__next__``,
-``enumerate(DataPipe)#...``), any other CPU operator or record_function span ("CPU Exec"); the rest
-is "Other". Its steps are the ``ProfilerStep`` spans stretched to the GPU work they launched: a step
-starts where the previous one ended (or at its CPU start, if later) and ends at its CPU end or at the
-end of the last GPU event launched by a runtime call inside it, whichever is later. So the parts of a
-step sum to that span, ``step_us``, which can be longer than the step's CPU time. Where and why we
-differ from the plugin: docs/analysis-schema.md ("Step breakdown").
-
-``input_wait_us``: the time a step waits on its input, for the ``input_bound`` finding: a
-DataLoader fetch or a Megatron-style data iterator span (``get_batch``, ``next(data_iterator)``,
-as a record_function or a Python frame) runs and no GPU event does.
-"""
+Each instant of a step goes to the first busy one of kernel, memcpy, memset, communication, runtime,
+DataLoader, CPU exec; the rest is "Other". Steps are the ``ProfilerStep`` spans stretched to the GPU
+work they launched, so the parts sum to ``step_us``. ``input_wait_us``: a DataLoader or data-iterator
+span running while no GPU event does. Rules and where we differ: docs/analysis-schema.md."""
 
 from __future__ import annotations
 
