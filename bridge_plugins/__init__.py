@@ -1,16 +1,20 @@
 """bridge_plugins: profile exactly the steps and ranks you ask for in NeMo Run training jobs.
 
 Launch side (imports nemo_run): ``NsysPlugin``, ``PyTorchProfilerPlugin``, ``FaultTolerancePlugin``.
-Job side (imports torch, never nemo_run): ``ProfilingController``. Shared: ``ProfilingConfig``.
+Job side (imports torch, never nemo_run): ``ProfilingController``. Shared: ``ProfilingConfig``, and
+``BridgePluginsError`` / ``BridgePluginsWarning``, the bases of every error and warning we define.
 The plugins, the controller and ``__version__`` are resolved on first use, so a rank never pays
 for ``import nemo_run`` (2-5 s, ~125 MB) and a driver script never imports torch through us.
 """
 
+from bridge_plugins.config.errors import BridgePluginsError, BridgePluginsWarning
 from bridge_plugins.config.profiling import ProfilingConfig
 
 __all__ = [
     "__version__",
     "ProfilingConfig",
+    "BridgePluginsError",
+    "BridgePluginsWarning",
     "ProfilingController",
     "NsysPlugin",
     "PyTorchProfilerPlugin",

@@ -6,6 +6,8 @@ callers) derive from it, so the CLI turns any of them into one error line and ex
 
 from __future__ import annotations
 
+from bridge_plugins.config.errors import BridgePluginsError
 
-class AnalysisInputError(Exception):
+
+class AnalysisInputError(BridgePluginsError):
     """A file the analysis cannot read: ``str(e)`` is '<file>: <what is wrong>'."""

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from bridge_plugins.config.errors import BridgePluginsError
+
 if TYPE_CHECKING:  # the pool's modules are imported when a pool runs
     from concurrent.futures import Future, ProcessPoolExecutor
 
@@ -41,7 +43,7 @@ def trace_jobs() -> int:
     return _TRACE_JOBS.get()
 
 
-class ClusterUnavailable(Exception):
+class ClusterUnavailable(BridgePluginsError):
     """The Ray cluster asked for could not be reached: ``str(e)`` says which address and why."""
 
 

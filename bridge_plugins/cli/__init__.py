@@ -18,12 +18,13 @@ from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.analysis.parallel import ClusterUnavailable, Workers, usable_cpus
 from bridge_plugins.cli.ctrl_c import caused_by_ctrl_c
 from bridge_plugins.cli.suggest import SuggestingParser
+from bridge_plugins.config.errors import BridgePluginsError
 
 SUBCOMMANDS = ["summary", "diagnose", "compare", "memory", "report", "trigger"]
 """Each is bridge_plugins/cli/<name>.py."""
 
 
-class UsageError(Exception):
+class UsageError(BridgePluginsError):
     """Bad input (a missing file, a trace that is not JSON...): printed as one line, exit code 2."""
 
 

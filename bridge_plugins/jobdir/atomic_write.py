@@ -18,8 +18,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
+from bridge_plugins.config.errors import BridgePluginsError
 
-class NotWrittenWhole(OSError):
+
+class NotWrittenWhole(BridgePluginsError, OSError):
     """What was made or published is not the regular file that was written; ``str(e)`` says which path and why."""
 
 

@@ -11,13 +11,14 @@ import json
 import os
 from pathlib import Path
 
+from bridge_plugins.config.errors import BridgePluginsError
 from bridge_plugins.jobdir.own_dirs import PathLike
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
 MAX_FILE_BYTES = 64 * 1024
 
 
-class ProtocolError(ValueError):
+class ProtocolError(BridgePluginsError, ValueError):
     """A request or progress file that cannot be used; the message names the file and why."""
 
 

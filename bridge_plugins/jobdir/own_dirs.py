@@ -15,10 +15,12 @@ import stat
 from pathlib import Path
 from typing import Union
 
+from bridge_plugins.config.errors import BridgePluginsError
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-class UnsafeDirectoryError(OSError):
+class UnsafeDirectoryError(BridgePluginsError, OSError):
     """A directory we would write into (or read requests from) is a symlink or not a directory;
     the message names it and says why nothing goes through it."""
 

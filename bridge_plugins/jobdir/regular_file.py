@@ -14,8 +14,10 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from bridge_plugins.config.errors import BridgePluginsError
 
-class NotARegularFile(Exception):
+
+class NotARegularFile(BridgePluginsError):
     """``str(e)`` is what the path is instead (the caller names the file)."""
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge_plugins.config.errors import BridgePluginsError
 from bridge_plugins.jobdir import names as artifact_names
 from bridge_plugins.jobdir.regular_file import NotARegularFile, open_regular
 
@@ -27,7 +28,7 @@ SNIFF_BYTES = 1 << 20  # Kineto writes its header (device properties...) before 
 NOT_A_TRACE = "not a Chrome trace (no traceEvents key near the start)"
 
 
-class NothingToRead(Exception):
+class NothingToRead(BridgePluginsError):
     """No input could be read at all: ``str(e)`` is the one-line reason."""
 
 

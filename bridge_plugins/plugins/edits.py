@@ -11,10 +11,12 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable
 
+from bridge_plugins.config.errors import BridgePluginsError, BridgePluginsWarning
+
 Edit = Callable[[], None]
 
 
-class ProfilingPluginWarning(UserWarning):
+class ProfilingPluginWarning(BridgePluginsWarning):
     """A plugin changed or dropped something the user asked for, and says why."""
 
 
@@ -22,7 +24,7 @@ class NsysNotFoundWarning(ProfilingPluginWarning):
     """No ``nsys`` where a local job would run: ``exp.run()`` will refuse (``exp.dryrun()`` works)."""
 
 
-class NsysNotFoundError(FileNotFoundError):
+class NsysNotFoundError(BridgePluginsError, FileNotFoundError):
     """``exp.run()`` of a job that runs on this machine under nsys, with no ``nsys`` binary on the
     job's PATH: refused before anything launches. A FileNotFoundError, as NeMo Run's own launch
     failure was, so code that caught that still catches this."""

@@ -16,13 +16,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bridge_plugins.config.errors import BridgePluginsError
 from bridge_plugins.jobdir.atomic_write import NotWrittenWhole, StagedFile
 from bridge_plugins.jobdir.own_dirs import UnsafeDirectoryError, real_dir_below, same_dir
 
 log = logging.getLogger("bridge_plugins")
 
 
-class ArtifactError(OSError):
+class ArtifactError(BridgePluginsError, OSError):
     """Writing an artifact failed; the message names the file that was not written and why."""
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from bridge_plugins.config.errors import BridgePluginsError
 from bridge_plugins.jobdir.names import NSYS_WINDOW_RANGE
 
 NEEDED = ("--output", "--trace", "--capture-range", "--capture-range-end")
@@ -67,7 +68,7 @@ class Option:
         return self.tokens[0].split("=", 1)[1] if "=" in self.tokens[0] else None
 
 
-class OptionsError(ValueError):
+class OptionsError(BridgePluginsError, ValueError):
     """The command line cannot be fitted to this nsys; the message is the one line to print."""
 
 

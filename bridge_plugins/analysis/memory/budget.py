@@ -10,11 +10,13 @@ import contextlib
 import resource
 from collections.abc import Iterator
 
+from bridge_plugins.config.errors import BridgePluginsError
+
 MIN_BUDGET = 256 << 20
 BYTES_PER_FILE_BYTE = 16
 
 
-class OverBudget(MemoryError):
+class OverBudget(BridgePluginsError, MemoryError):
     """Reading the snapshot needed more memory than its budget; the message says how much that was."""
 
 

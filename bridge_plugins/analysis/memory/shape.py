@@ -12,13 +12,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from bridge_plugins.config.errors import BridgePluginsError
+
 MAX_FRAMES = 10_000
 MAX_STRING = 1 << 16
 MIN_ENTRY_BYTES = 16
 _INT64 = 2**63
 
 
-class ShapeError(ValueError):
+class ShapeError(BridgePluginsError, ValueError):
     """A value of the snapshot that the analysis cannot read; the message names where it is."""
 
 

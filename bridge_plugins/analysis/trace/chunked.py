@@ -19,6 +19,8 @@ from typing import Any, BinaryIO, Protocol, cast
 
 import msgspec
 
+from bridge_plugins.config.errors import BridgePluginsError
+
 try:  # ISA-L's gzip is ~3x faster than zlib's, and can decompress in a thread of its own
     from isal import igzip_threaded
 except ImportError:  # pragma: no cover - isal ships wheels for every platform we run on
@@ -46,11 +48,11 @@ class ByteStream(Protocol):
     def readinto(self, buffer: memoryview, /) -> int: ...
 
 
-class Unreadable(Exception):
+class Unreadable(BridgePluginsError):
     """The file is not a readable trace: ``str(e)`` says what is wrong."""
 
 
-class NotFast(Exception):
+class NotFast(BridgePluginsError):
     """This reader cannot place the header; the streaming reader can (and gives the right message)."""
 
 
@@ -281,7 +283,7 @@ def _decode(chunk: bytes | bytearray | memoryview, typed: msgspec.json.Decoder |
     return False, _generic.decode(chunk)
 
 
-class Truncated(Exception):
+class Truncated(BridgePluginsError):
     """The chunk ends inside a string or a nested list: its cut was not between two events."""
 
 
