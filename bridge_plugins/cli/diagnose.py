@@ -6,6 +6,7 @@ nothing could be read. ``--json`` prints ``{"schema_version", "findings": [...]}
 
 from __future__ import annotations
 
+from bridge_plugins.analysis.findings import run as findings  # KINDS: the one list of finding kinds
 from bridge_plugins.cli import UsageError, add_json, add_paths, add_workers, workers
 from bridge_plugins.cli.summary import print_problems
 
@@ -14,9 +15,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "diagnose",
         help="ranked findings: why steps are slow and what to try",
-        description="Ranked findings (input_bound, host_bound, exposed_communication, sync_point, small_kernels, "
-        "memcpy, straggler, step_variance, fp32_gemm; docs/diagnose.md) with the time at stake per step, the "
-        "evidence and what to try.",
+        description=f"Ranked findings ({', '.join(findings.KINDS)}; docs/diagnose.md) with the time at stake "
+        "per step, the evidence and what to try.",
     )
     add_paths(p)
     add_json(p, '{"schema_version", "findings": [...]}', "docs/analysis-schema.md#finding")
