@@ -385,12 +385,11 @@ def write_html_report(job_dir: Path, summary: dict) -> Path | None:
     A report that fails is a warning, never an error: the job's artifacts are already safe and
     summarized above.
     """
-    from bridge_plugins.analysis.report.html import render, write_report
-    from bridge_plugins.analysis.summarize import with_top
+    from bridge_plugins.analysis import render_report, with_top, write_report
     from bridge_plugins.jobdir.names import JOB_REPORT_NAME
 
     try:
-        return write_report(render(with_top(summary, 10)), job_dir / JOB_REPORT_NAME)
+        return write_report(render_report(with_top(summary, 10)), job_dir / JOB_REPORT_NAME)
     except Exception as e:  # noqa: BLE001 - reporting must not turn a finished job into a failure
         print(f"[recipes] warning: the HTML report could not be written: {e}", file=sys.stderr)
         return None
@@ -409,7 +408,7 @@ def summarize_job(job_dir: Path) -> dict | None:
 
 def print_summary(args: argparse.Namespace, job_dir: Path, device: str | None) -> None:
     """What the job wrote: artifacts and figures, steps per rank, memory history, how to open them."""
-    from bridge_plugins.analysis.text.job import report, steps_line
+    from bridge_plugins.analysis import job_report, steps_line
     from bridge_plugins.jobdir.scan import find_artifacts
 
     if args.profiler == "none" and not args.memory_history:
@@ -417,7 +416,7 @@ def print_summary(args: argparse.Namespace, job_dir: Path, device: str | None) -
         return
     arts = find_artifacts(job_dir)
     summary = summarize_job(job_dir)  # the text, the steps and the HTML report all read this one
-    text, steps = report(job_dir, arts=arts, summary=summary)
+    text, steps = job_report(job_dir, arts=arts, summary=summary)
     print(text)
     if steps:
         print("\n" + steps_line(steps))

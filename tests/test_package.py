@@ -4,6 +4,7 @@ nothing loose at the top of ``bridge_plugins/`` (each module lives in the packag
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import subprocess
 import sys
 import types
@@ -49,3 +50,27 @@ def test_the_old_snapshot_names_still_import():
 
     assert summarize_snapshot is snapshot_figures and summarize_snapshots is memory_entry
     assert compare_summaries is compare_snapshot_figures
+
+
+def test_the_analysis_front_door_names_the_real_functions():
+    import bridge_plugins.analysis as analysis
+
+    assert analysis.__all__ == list(analysis.FRONT_DOOR)
+    for name, (module, attr) in analysis.FRONT_DOOR.items():
+        assert getattr(analysis, name) is getattr(importlib.import_module(module), attr), name
+    from bridge_plugins.analysis.report.html import build
+
+    assert analysis.build_report is build
+    submodules = {m.name for m in pkgutil.iter_modules(analysis.__path__)}
+    assert submodules & set(analysis.__all__) == set()  # a front-door name never hides a submodule
+
+
+def test_the_analysis_front_door_imports_no_reader_until_asked():
+    code = (
+        "import sys, bridge_plugins.analysis as a\n"
+        "print(sorted(m for m in sys.modules if m.startswith('bridge_plugins.analysis.') or m == 'numpy'))\n"
+        "a.compare_runs\n"
+        "print('bridge_plugins.analysis.compare' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True)
+    assert proc.stdout.split("\n")[:2] == ["[]", "True"], proc.stderr
