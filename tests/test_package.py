@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import subprocess
 import sys
 import types
@@ -74,3 +75,11 @@ def test_the_analysis_front_door_imports_no_reader_until_asked():
     )
     proc = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True)
     assert proc.stdout.split("\n")[:2] == ["[]", "True"], proc.stderr
+
+
+def test_no_test_module_is_imported_as_a_library():
+    """What tests share lives in helper modules or conftest.py: importing a ``test_*`` module runs
+    its tests twice and ties two test files together (issue 29)."""
+    pattern = re.compile(r"^\s*(from|import)\s+tests\.[\w.]*\btest_\w*", re.MULTILINE)
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py") if pattern.search(p.read_text())]
+    assert offenders == []

@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 
 from bridge_plugins.analysis.summarize import summarize
+from tests.analysis.gpu_traces import FIXTURES, JOBS
 from tests.analysis.hta_reference import Raised, reference
-from tests.analysis.test_fixtures import FIXTURES, JOBS
 
 
 def _rows(job: str):

@@ -10,7 +10,7 @@ import pytest
 
 from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.test_fixtures import J128
+from tests.analysis.gpu_traces import J128
 
 try:
     from tests.analysis.hta_reference import Raised, reference

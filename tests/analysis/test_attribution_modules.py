@@ -76,7 +76,7 @@ def test_the_module_running_each_forward_op_on_a_real_trace(with_stack_trace):
 
 
 def test_a_trace_without_stacks_has_no_module_answer(tmp_path):
-    from tests.analysis.test_fixtures import J128
+    from tests.analysis.gpu_traces import J128
 
     d = _collected(Path(J128[0]))
     assert modules_at(d, np.zeros(1, dtype=np.int64), np.zeros(1)) is None

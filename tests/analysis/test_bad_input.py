@@ -7,29 +7,13 @@ import gzip
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.text.job import report
-from tests.analysis.test_fixtures import J128
-
-GOOD = "rank0_steps551-552.pt.trace.json.gz"
-
-
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "bridge_plugins", *map(str, args)], capture_output=True, text=True, timeout=120
-    )
-
-
-def assert_clean_error(proc, *words):
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr and proc.stdout == ""
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and all(w in lines[0] for w in words), lines
+from tests.analysis.bad_input_support import GOOD, assert_clean_error, cli
+from tests.analysis.gpu_traces import J128
 
 
 def truncated(path):

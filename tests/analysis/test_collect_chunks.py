@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from bridge_plugins.analysis.trace import collect
 from bridge_plugins.analysis.trace.collect import Args, Collector, Event, event_from_dict
+from tests.analysis.collected_state import state
 
 # pids and tids: a few common values (1, 1.0 and True are one key) and, rarely, odd ones
 IDS = st.one_of(st.sampled_from([1, 2, 1.0, True, "1"]), st.sampled_from([None, 0, -(2**70), float("nan")]))
@@ -35,19 +36,6 @@ def events(draw) -> Event | dict:
         return draw(st.sampled_from([{"ph": "f", "id": 1}, {"ph": "X", "cat": 3, "name": 4, "ts": 1, "dur": 1}]))
     args = Args(draw(STREAMS), draw(CORRS), 1.0, 2.0)
     return Event(draw(CATS), draw(NAMES), draw(IDS), draw(IDS), draw(TIMES), draw(TIMES), args)
-
-
-def state(c: Collector) -> tuple:
-    """Everything the collector gathered, comparable with == (NaN pids as text: NaN != NaN)."""
-    d = c.data
-    columns = [
-        a.tolist()
-        for a in (*(getattr(d, n) for n in ("gpu_ts", "gpu_dur", "gpu_name", "gpu_corr", "gpu_stream", "gpu_cat")),)
-        + (d.mem_index, d.mem_bytes, d.mem_bw)
-        + d._cpu_tail()
-    ]
-    tables = [[(repr(k), [x.tolist() for x in t[k]]) for k in t] for t in (d.ops, d.py, d.annotations)]
-    return (repr(columns), d.names, repr(d.threads), d.steps, d.step_ts, d.events, tables, d.profiler_step_names)
 
 
 def fed(records: list, cuts: list[int]) -> Collector:

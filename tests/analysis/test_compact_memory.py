@@ -28,7 +28,7 @@ from bridge_plugins.analysis.trace.nesting import blocks_in_nesting_order
 from bridge_plugins.analysis.trace.ops import _thread_sums, _thread_sums_by_block
 from bridge_plugins.analysis.trace.reader import read_trace
 from bridge_plugins.analysis.trace.spill import Spill, ThreadColumns
-from tests.analysis.test_fixtures import FIXTURES
+from tests.analysis.gpu_traces import FIXTURES
 
 TRACES = sorted(FIXTURES.glob("*.json.gz"))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.analysis.test_fixtures import FIXTURES
+from tests.analysis.gpu_traces import FIXTURES
 from tests.fixtures.old_format import load, save, to_old_format, with_data_loading
 
 PUBLIC = FIXTURES.parent / "public-traces"

@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
-import torch
 
-from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.analysis.compare import compare
 from bridge_plugins.analysis.summarize import summarize
-from recipes.config import ModelConfig
-from recipes.model import build_training, train_step
-
-
-def profiled_run(out, start, end, steps=8):
-    """Run the recipe's training step ``steps`` times with a window [start, end); the run's wall time (us)."""
-    torch.manual_seed(0)
-    model, opt, data = build_training(
-        ModelConfig(hidden_size=32, num_layers=1, num_heads=2), 16, 2, torch.device("cpu")
-    )
-    cfg = ProfilingConfig(
-        output_dir=str(out), use_pytorch_profiler=True, profile_step_start=start, profile_step_end=end
-    )
-    t0 = time.perf_counter()
-    with ProfilingController(cfg, rank=0) as ctl:
-        for i in range(steps):
-            with ctl.step(i):
-                train_step(model, opt, data)
-    return (time.perf_counter() - t0) * 1e6
+from tests.analysis.recipe_traces import profiled_run
 
 
 @pytest.fixture(scope="module")

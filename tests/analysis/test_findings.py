@@ -18,7 +18,7 @@ import pytest
 from bridge_plugins.analysis.summarize import summarize
 from recipes.overrides import parse_overrides
 from recipes.train import pretrain
-from tests.analysis.test_fixtures import FIXTURES, J128
+from tests.analysis.gpu_traces import FIXTURES, J128
 
 JOB2 = [FIXTURES / "job2_rank0.json.gz"]
 TINY = ["model.hidden_size=32", "model.num_layers=1", "model.num_heads=2", "train.seq_length=16"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,24 +15,11 @@ import pytest
 from bridge_plugins.analysis.compare import compare
 from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import summarize, without_timelines
+from tests.analysis.bad_input_support import cli
+from tests.analysis.gpu_traces import FIXTURES, J128
 
-# <repo>/../shared as CI lays it out; BRIDGE_SHARED points elsewhere (a worktree away from shared/)
-FIXTURES = (
-    Path(os.environ.get("BRIDGE_SHARED") or Path(__file__).resolve().parents[3] / "shared") / "fixtures" / "gpu-traces"
-)
-JOBS = {"job128": ["job128_rank0.json.gz", "job128_rank1.json.gz"], "job2": ["job2_rank0.json.gz"]}
-if not FIXTURES.is_dir():
-    pytest.skip(f"{FIXTURES} missing: the repo's shared/ folder is not beside it", allow_module_level=True)
-
-J128 = [FIXTURES / f for f in JOBS["job128"]]
 # HTA 0.5.0's get_temporal_breakdown on these traces (include_last_profiler_step=True), us
 HTA_JOB128 = {0: (210320, 675191, 337336, 1222847), 1: (271973, 651136, 308077, 1231186)}
-
-
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "bridge_plugins", *map(str, args)], capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.fixture(scope="module")

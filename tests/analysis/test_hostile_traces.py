@@ -8,17 +8,16 @@ names, 2 GB of whitespace, 10^7 events; small gzip files on disk) once per sessi
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from array import array
 from pathlib import Path
 
 import pytest
 
 from bridge_plugins.analysis.summarize import summarize
-from bridge_plugins.analysis.trace import collect, split
+from bridge_plugins.analysis.trace import collect
 from bridge_plugins.analysis.trace.collect import MAX_NAMES, Collector, Record
 from bridge_plugins.analysis.trace.reader import TraceError, _read_streaming, read_trace
+from tests.analysis.collected_state import dump
 from tests.analysis.hostile_inputs import CASES, JOB2, Case, run_summary
 
 RSS_LIMIT = 300e6
@@ -48,20 +47,6 @@ def collected(path: Path, fast: bool):
     else:
         _read_streaming(path, c.on_header, c.on_event)
     return dump(c.data)
-
-
-def dump(d: collect.Collected) -> dict:
-    """Everything in ``d``, comparable with ==."""
-    tables = split.TABLES  # per-thread columns, read whole (spilled parts included)
-    per_thread = {t: {k: [a.tolist() for a in cols] for k, cols in getattr(d, t).items()} for t in tables}
-    cpu = [a.tolist() for a in d.cpu_calls()]
-    plain = {  # arrays as bytes: NaN (a memcpy without bandwidth) equals itself there
-        f.name: (v.tobytes() if isinstance(v, array) else v)
-        for f in dataclasses.fields(d)
-        if "spilled" not in f.name and f.name not in tables
-        for v in [getattr(d, f.name)]
-    }
-    return {**plain, **per_thread, "cpu": cpu}
 
 
 @pytest.mark.parametrize("case", SMALL, ids=[c.name for c in SMALL])

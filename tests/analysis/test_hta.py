@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.test_fixtures import FIXTURES, JOBS
+from tests.analysis.gpu_traces import FIXTURES, JOBS
 
 try:
     from hta.trace_analysis import TraceAnalysis

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.test_fixtures import FIXTURES, JOBS
+from tests.analysis.gpu_traces import FIXTURES, JOBS
 
 try:
     from tests.analysis.hta_reference import Raised, reference

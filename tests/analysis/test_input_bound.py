@@ -7,23 +7,17 @@ torch 1.9's categories and a DataLoader fetch taking a third of every step while
 
 from __future__ import annotations
 
-import functools
 import json
 
 import pytest
 
 from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.test_fixtures import FIXTURES
-from tests.fixtures.old_format import DATALOADER, load, save, to_old_format, with_data_loading
-
-
-@functools.cache
-def _job2_19() -> dict:
-    return to_old_format(load(FIXTURES / "job2_rank0.json.gz"))
+from tests.analysis.gpu_traces import job2_torch19
+from tests.fixtures.old_format import DATALOADER, save, with_data_loading
 
 
 def diagnosed(tmp_path, share: float) -> dict:
-    return summarize([save(with_data_loading(_job2_19(), share), tmp_path / "rank0.json.gz")], top=None)
+    return summarize([save(with_data_loading(job2_torch19(), share), tmp_path / "rank0.json.gz")], top=None)
 
 
 def test_a_third_of_each_step_in_the_data_loader_is_input_bound_ranked_first(tmp_path):

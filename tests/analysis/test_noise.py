@@ -10,8 +10,7 @@ import pytest
 from bridge_plugins.analysis.findings.evidence_text import evidence_lines, shorten
 from bridge_plugins.analysis.report.findings import findings_section
 from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.test_fixtures import FIXTURES
-from tests.analysis.test_input_bound import _job2_19
+from tests.analysis.gpu_traces import FIXTURES, job2_torch19
 from tests.fixtures.old_format import save, with_data_loading
 
 PUBLIC = FIXTURES.parent / "public-traces"
@@ -21,7 +20,7 @@ PUBLIC = FIXTURES.parent / "public-traces"
 def test_only_a_slow_step_inside_the_window_is_step_variance(step, found, tmp_path):
     """job2 (steps 4-6) with one step made 4x longer by a data loader: the first (4) or last (6) is
     warm-up or a step cut short, not a finding; the middle one (5) is."""
-    path = save(with_data_loading(_job2_19(), 0.75, only={step}), tmp_path / "rank0.json.gz")
+    path = save(with_data_loading(job2_torch19(), 0.75, only={step}), tmp_path / "rank0.json.gz")
     s = summarize([path])
     variance = [f for f in s["findings"] if f.kind == "step_variance"]
     assert [f.evidence["slowest_step"] for f in variance] == ([5] if found else [])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.test_fixtures import FIXTURES, J128
+from tests.analysis.gpu_traces import FIXTURES, J128
 from tests.fixtures.old_format import load, save, to_old_format, with_data_loading
 
 OLD = Path(__file__).parents[1] / "fixtures" / "old_format"

@@ -18,8 +18,8 @@ import pytest
 from bridge_plugins.analysis.parallel import WORKER_DIED, Progress, Workers
 from bridge_plugins.analysis.summarize import summarize_trace
 from bridge_plugins.analysis.trace.reader import TraceError
-from tests.analysis.test_cpu_trace import profiled_run
-from tests.analysis.test_fixtures import FIXTURES, JOBS
+from tests.analysis.gpu_traces import FIXTURES, JOBS
+from tests.analysis.recipe_traces import profiled_run
 from tests.support import ROOT
 
 

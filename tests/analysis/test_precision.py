@@ -12,7 +12,7 @@ import pytest
 
 from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.trace.precision import gemm_precision
-from tests.analysis.test_fixtures import FIXTURES
+from tests.analysis.gpu_traces import FIXTURES
 
 PUBLIC = FIXTURES.parent / "public-traces"
 

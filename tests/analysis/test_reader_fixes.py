@@ -17,9 +17,9 @@ from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.text.job import report, steps_line
 from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.jobdir.scan import find_artifacts
+from tests.analysis.bad_input_support import GOOD, assert_clean_error, cli
+from tests.analysis.gpu_traces import J128
 from tests.analysis.hostile_inputs import JOB2
-from tests.analysis.test_bad_input import GOOD, assert_clean_error, cli
-from tests.analysis.test_fixtures import J128
 
 
 def test_one_invalid_utf8_byte_without_huge_ints_is_summarized(tmp_path):

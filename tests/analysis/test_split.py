@@ -22,9 +22,8 @@ from bridge_plugins.analysis.trace import chunked, collect, split
 from bridge_plugins.analysis.trace.collect import Args, Collector, Event
 from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.analysis.trace.split import collect_trace, merge
+from tests.analysis.collected_state import dump, state
 from tests.analysis.hostile_inputs import CASES, JOB2
-from tests.analysis.test_collect_chunks import state
-from tests.analysis.test_hostile_traces import dump
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT.parent / "shared" / "fixtures" / "gpu-traces").glob("*.json.gz"))

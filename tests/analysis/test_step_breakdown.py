@@ -11,7 +11,7 @@ from bridge_plugins.analysis.report.html import render
 from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.text.summary import breakdown_line
 from bridge_plugins.analysis.trace.step_breakdown import ROLES
-from tests.analysis.test_fixtures import FIXTURES
+from tests.analysis.gpu_traces import FIXTURES
 
 PUBLIC = sorted((FIXTURES.parent / "public-traces").glob("*.json.gz"))
 CPU_ONLY = next(p for p in PUBLIC if p.name.startswith("cpu_only__"))

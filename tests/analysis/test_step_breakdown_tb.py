@@ -13,7 +13,7 @@ import os
 import pytest
 
 from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.test_fixtures import FIXTURES
+from tests.analysis.gpu_traces import FIXTURES
 from tests.fixtures.old_format import load, save, to_old_format, with_data_loading
 
 try:

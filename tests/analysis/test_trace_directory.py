@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.test_fixtures import FIXTURES, J128
+from tests.analysis.gpu_traces import FIXTURES, J128
 
 
 def profiler_log_dir(tmp_path):

@@ -25,7 +25,7 @@ import pytest
 
 from benchmarks.analysis_scale import build
 from tests import ray_support
-from tests.analysis.test_fixtures import FIXTURES, JOBS
+from tests.analysis.gpu_traces import FIXTURES, JOBS
 from tests.slurm_support import require_nodes
 from tests.support import ROOT
 

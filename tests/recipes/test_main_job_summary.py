@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from bridge_plugins.jobdir.names import JOB_REPORT_NAME
-from tests.analysis.test_fixtures import J128
+from tests.analysis.gpu_traces import J128
 from tests.support import ROOT
 
 

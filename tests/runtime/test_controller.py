@@ -15,30 +15,9 @@ import torch
 
 from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.runtime.ranks import detect_rank, detect_world_size
-from recipes.config import ConfigContainer, ModelConfig
-from recipes.model import build_training
-from recipes.model import train_step as recipe_train_step
+from recipes.config import ConfigContainer
+from tests.runtime.controller_support import run_loop
 from tests.support import trace_files, trace_steps
-
-
-@pytest.fixture(scope="module")
-def train_step():
-    """One real training iteration of a very small TinyGPT."""
-    torch.manual_seed(0)
-    model, opt, data = build_training(
-        ModelConfig(hidden_size=32, num_layers=1, num_heads=2), 16, 2, torch.device("cpu")
-    )
-    return lambda: recipe_train_step(model, opt, data)
-
-
-def run_loop(ctl, train_step, steps, fail_at=None, exc=ValueError):
-    with ctl:
-        for i in steps:
-            with ctl.step(i):
-                train_step()
-                if i == fail_at:
-                    raise exc(f"boom at {i}")
-    return ctl
 
 
 def cfg(tmp_path, **kw):

@@ -12,7 +12,7 @@ import pytest
 
 from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.jobdir.names import parse
-from tests.runtime.test_controller import run_loop, train_step  # noqa: F401 (fixture)
+from tests.runtime.controller_support import run_loop
 from tests.support import trace_steps
 
 
@@ -21,7 +21,7 @@ def load(path):
         return json.load(f)
 
 
-def test_trace_carries_distributed_info_and_the_window_without_a_process_group(tmp_path, train_step, monkeypatch):  # noqa: F811
+def test_trace_carries_distributed_info_and_the_window_without_a_process_group(tmp_path, train_step, monkeypatch):
     for var in ("RANK", "WORLD_SIZE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("SLURM_PROCID", "3")  # a plain srun task: no torchrun, no process group
@@ -40,7 +40,7 @@ def test_trace_carries_distributed_info_and_the_window_without_a_process_group(t
     assert trace_steps(path) == {2, 3, 4}
 
 
-def test_config_values_json_would_escape_leave_the_trace_valid_json(tmp_path, train_step):  # noqa: F811
+def test_config_values_json_would_escape_leave_the_trace_valid_json(tmp_path, train_step):
     """Kineto turns every backslash of a metadata value into '/': a path holding a double quote,
     a backslash or a non-ASCII letter once made the whole trace invalid JSON (seen on Slurm)."""
     awkward = "snaps dir; x/mem snap $HOME 'q' \"dq\" back\\slash.pickle"
@@ -79,7 +79,7 @@ def events(path):
     return load(path)["traceEvents"]
 
 
-def test_megatron_bridge_shape_and_callstack_switches_reach_the_profiler(tmp_path, train_step):  # noqa: F811
+def test_megatron_bridge_shape_and_callstack_switches_reach_the_profiler(tmp_path, train_step):
     def run(sub, **kw):
         cfg = ProfilingConfig(
             use_pytorch_profiler=True, profile_step_start=0, profile_step_end=1, output_dir=str(tmp_path / sub), **kw
@@ -105,7 +105,7 @@ def test_megatron_bridge_shape_and_callstack_switches_reach_the_profiler(tmp_pat
 STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
 
-def test_chakra_execution_trace_beside_the_kineto_trace_holds_the_window_only(tmp_path, train_step):  # noqa: F811
+def test_chakra_execution_trace_beside_the_kineto_trace_holds_the_window_only(tmp_path, train_step):
     cfg = ProfilingConfig(
         use_pytorch_profiler=True,
         pytorch_profiler_collect_chakra=True,
@@ -128,7 +128,7 @@ def test_chakra_execution_trace_beside_the_kineto_trace_holds_the_window_only(tm
     ]
 
 
-def test_chakra_without_the_pytorch_profiler_is_warned_about(tmp_path, train_step, caplog):  # noqa: F811
+def test_chakra_without_the_pytorch_profiler_is_warned_about(tmp_path, train_step, caplog):
     cfg = ProfilingConfig(
         record_memory_history=True,
         pytorch_profiler_collect_chakra=True,

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bridge_plugins import ProfilingConfig, ProfilingController
-from tests.runtime.test_controller import run_loop, train_step  # noqa: F401 (fixture)
+from tests.runtime.controller_support import run_loop
 from tests.support import trace_files, trace_steps
 
 
@@ -50,7 +50,7 @@ def controller_with(tmp_path, **bad):
     ],
     ids=["output_nul", "output_nosuchuser", "snapshot_home", "snapshot_dot", "snapshot_nul"],
 )
-def test_unusable_paths_never_crash_training(tmp_path, train_step, caplog, bad):  # noqa: F811
+def test_unusable_paths_never_crash_training(tmp_path, train_step, caplog, bad):
     ctl = controller_with(tmp_path, **bad)
     if ctl is None:
         return
@@ -68,7 +68,7 @@ def test_unusable_paths_never_crash_training(tmp_path, train_step, caplog, bad):
         assert trace_steps(trace_files(tmp_path / "out")[0][0]) == {1, 2}
 
 
-def test_output_dir_that_is_a_file_is_an_entry_error(tmp_path, train_step, caplog):  # noqa: F811
+def test_output_dir_that_is_a_file_is_an_entry_error(tmp_path, train_step, caplog):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     ctl = controller_with(tmp_path)
@@ -79,7 +79,7 @@ def test_output_dir_that_is_a_file_is_an_entry_error(tmp_path, train_step, caplo
     assert blocker.read_text() == "x"
 
 
-def test_an_enclosing_user_profiler_session_is_left_alone(tmp_path, train_step, caplog):  # noqa: F811
+def test_an_enclosing_user_profiler_session_is_left_alone(tmp_path, train_step, caplog):
     cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=1, profile_step_end=3, output_dir=str(tmp_path))
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as theirs:
         ctl = run_loop(ProfilingController(cfg, rank=0), train_step, range(4))
@@ -93,7 +93,7 @@ def test_an_enclosing_user_profiler_session_is_left_alone(tmp_path, train_step, 
     assert errors_of(caplog) == []
 
 
-def test_malformed_restart_counter_is_ignored_and_the_trace_kept(tmp_path, train_step, monkeypatch):  # noqa: F811
+def test_malformed_restart_counter_is_ignored_and_the_trace_kept(tmp_path, train_step, monkeypatch):
     monkeypatch.setenv("SLURM_RESTART_COUNT", "abc")
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "-1")
     cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=1, profile_step_end=3, output_dir=str(tmp_path))
@@ -113,7 +113,7 @@ def test_from_config_accepts_mappings_and_refuses_what_it_cannot_read(tmp_path):
         ProfilingController.from_config(3)
 
 
-def test_steps_going_back_close_the_window_so_the_name_matches_the_content(tmp_path, train_step, caplog):  # noqa: F811
+def test_steps_going_back_close_the_window_so_the_name_matches_the_content(tmp_path, train_step, caplog):
     cfg = ProfilingConfig(use_pytorch_profiler=True, profile_step_start=2, profile_step_end=5, output_dir=str(tmp_path))
     run_loop(ProfilingController(cfg, rank=0), train_step, [3, 2, 3, 4, 5])
     (path,) = trace_files(tmp_path)[0]
