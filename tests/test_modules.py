@@ -79,6 +79,7 @@ def test_every_error_and_warning_class_derives_from_ours(walk):
     assert [name for name, _, ok in walk["classes"] if not ok] == []
 
 
+@pytest.mark.slow  # plugins.edits imports nemo_run: ~2 s
 def test_errors_keep_their_builtin_bases():
     """``except OSError`` / ``except ValueError`` / ``except FileNotFoundError`` catch what they did."""
     from bridge_plugins import BridgePluginsError, BridgePluginsWarning
