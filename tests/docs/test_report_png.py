@@ -47,7 +47,7 @@ def test_the_readme_screenshot_shows_the_sections_the_report_has_now(tmp_path):
     assert proc.returncode == 0, proc.stderr
     png = _report_png()
     now = png.report_sections((tmp_path / "report.html").read_text(encoding="utf-8"))
-    assert now[:3] == ["Findings", "Steps", "Timelines"], now
+    assert now[:4] == ["Findings", "Steps", "Step breakdown", "Timelines"], now
     assert png.stamped_sections(REPO / "docs" / "report.png") == now, (
         "docs/report.png shows another report: remake it with bash scripts/report_screenshot.sh"
     )
