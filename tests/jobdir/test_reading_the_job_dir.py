@@ -1,0 +1,141 @@
+"""The job directory's read side, on real files: the protocol files' one read (each refusal's exact
+line), the names a reader recognises, and the sort of what a reader was given into traces,
+snapshots and one-line problems."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import pytest
+
+from bridge_plugins.jobdir import names
+from bridge_plugins.jobdir.on_demand_files import MAX_FILE_BYTES, ProtocolError, read_json_file
+from bridge_plugins.jobdir.scan import NOT_A_TRACE, NothingToRead, find_inputs, looks_like_chrome_trace, rank_from_name
+
+TRACE = b'{"schemaVersion": 1, "traceEvents": []}'
+
+
+# ---------------------------------------------------------------- read_json_file
+def test_a_protocol_file_is_read_as_a_json_object(tmp_path):
+    (tmp_path / "1.json").write_text('{"id": 1, "ranks": [0]}')
+    assert read_json_file(tmp_path / "1.json") == {"id": 1, "ranks": [0]}
+
+
+def _refusal(path: Path) -> str:
+    with pytest.raises(ProtocolError) as e:
+        read_json_file(path)
+    return str(e.value)
+
+
+def test_each_unusable_protocol_file_is_refused_with_its_reason(tmp_path):
+    p = tmp_path / "r.json"
+    assert _refusal(p) == f"{p} cannot be opened (No such file or directory)"
+    (tmp_path / "real.json").write_text("{}")
+    p.symlink_to(tmp_path / "real.json")
+    assert _refusal(p) == f"{p} is a symlink; only regular files are read"
+    p.unlink()
+    os.mkfifo(p)
+    assert (
+        _refusal(p) == f"{p} is not a regular file (not a regular file (a FIFO, device or socket would never be read))"
+    )
+    p.unlink()
+    p.mkdir()
+    assert _refusal(p) == f"{p} is not a regular file (is a directory, not a file)"
+    p.rmdir()
+    p.write_bytes(b"{" + b" " * (MAX_FILE_BYTES - 2) + b"}")
+    assert read_json_file(p) == {}  # exactly the limit is read
+    p.write_bytes(b"{" + b" " * (MAX_FILE_BYTES - 1) + b"}")
+    assert _refusal(p) == f"{p} is {MAX_FILE_BYTES + 1} bytes, more than the {MAX_FILE_BYTES} a request may have"
+    p.write_bytes(b'{"id": 1')
+    assert _refusal(p) == f"{p} is not valid JSON (Expecting ',' delimiter: line 1 column 9 (char 8))"
+    p.write_bytes(b'{"id": "\xff"}')
+    assert _refusal(p).startswith(f"{p} is not valid JSON ('utf-8' codec can't decode byte 0xff")
+    p.write_text("[1, 2]")
+    assert _refusal(p) == f"{p} holds a JSON list, not an object"
+
+
+# ---------------------------------------------------------------- names
+def test_split_suffix_keeps_a_compound_suffix_only_when_asked():
+    assert names.split_suffix("rank0_steps1-2.pt.trace.json.gz", ".pt.trace.json.gz") == (
+        "rank0_steps1-2",
+        ".pt.trace.json.gz",
+    )
+    assert names.split_suffix("rank0_steps1-2.pt.trace.json.gz") == ("rank0_steps1-2.pt.trace.json", ".gz")
+    assert names.split_suffix("snap.pickle", ".pkl") == ("snap", ".pickle")
+    assert names.split_suffix("snapshot") == ("snapshot", "")
+
+
+def test_snapshot_stems_carry_the_rank_trigger_and_restarts():
+    env = {"SLURM_RESTART_COUNT": "2", "TORCHELASTIC_RESTART_COUNT": "1"}
+    assert names.snapshot_stem("memory_snapshot", 3, environ={}) == "memory_snapshot_3"
+    assert (
+        names.snapshot_stem("memory_snapshot", 3, trigger=4, environ=env)
+        == "memory_snapshot_3_trigger4_requeue2_restart1"
+    )
+    assert names.oom_snapshot_stem("memory_snapshot", 3, environ=env) == "memory_snapshot_oom_rank3_requeue2_restart1"
+    parsed = names.parse(f"/d/{names.oom_snapshot_stem('memory_snapshot', 3, environ=env)}.pickle")
+    assert (parsed.kind, parsed.rank, parsed.requeue, parsed.restart) == ("oom_snapshot", 3, 2, 1)
+
+
+def test_the_rank_comes_only_from_our_trace_names():
+    assert rank_from_name(Path("rank7_steps10-12.pt.trace.json.gz")) == 7
+    assert rank_from_name(Path("memory_snapshot_7.pickle")) is None
+    assert rank_from_name(Path("host_1234.pt.trace.json.gz")) is None
+
+
+# ---------------------------------------------------------------- what a reader was given
+def test_a_chrome_trace_is_known_by_its_head(tmp_path):
+    cases = {
+        "t.json": b"  \n" + TRACE,
+        "t.json.gz": gzip.compress(TRACE),
+        "list.json": b'[{"traceEvents": []}]',
+        "other.json": b'{"events": []}',
+        "bad.json.gz": b"not gzip at all",
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+    os.mkfifo(tmp_path / "fifo.json")
+    got = {name: looks_like_chrome_trace(tmp_path / name) for name in [*cases, "fifo.json"]}
+    assert got == {"t.json": True, "t.json.gz": True, "list.json": False, "other.json": False} | {
+        "bad.json.gz": False,
+        "fifo.json": False,
+    }
+
+
+def test_a_job_directory_is_sorted_into_traces_snapshots_and_problems(tmp_path):
+    torch_dir = tmp_path / "torch_profile"
+    torch_dir.mkdir()
+    ours = torch_dir / "rank0_steps10-12.pt.trace.json.gz"
+    theirs = torch_dir / "host_1234.1700000000.pt.trace.json"
+    other = tmp_path / "plain.json"
+    not_a_trace = tmp_path / "config.json"
+    snapshot = tmp_path / "memory_snapshot_0.pickle"
+    for p, data in (
+        (ours, gzip.compress(TRACE)),
+        (theirs, TRACE),
+        (other, TRACE),
+        (not_a_trace, b"{}"),
+        (snapshot, b""),
+    ):
+        p.write_bytes(data)
+    (tmp_path / ".staging.tmp").mkdir()
+    (tmp_path / ".staging.tmp" / "rank1_steps10-12.pt.trace.json.gz").write_bytes(TRACE)
+    found = find_inputs([tmp_path, ours])  # named twice: counted once
+    assert sorted(found.traces) == sorted([ours, theirs, other])
+    assert found.snapshots == [snapshot]
+    assert found.problems == [{"file": str(not_a_trace), "error": NOT_A_TRACE}]
+
+
+def test_a_directory_without_artifacts_is_a_problem_and_nothing_at_all_is_an_error(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(NothingToRead) as e:
+        find_inputs([tmp_path])
+    assert str(e.value) == (
+        f"{tmp_path}: no profiling artifacts (traces or memory snapshots) in this directory; to read files "
+        f"named otherwise, name the files (e.g. {tmp_path}/*.json.gz)"
+    )
+    with pytest.raises(NothingToRead) as e:
+        find_inputs([])
+    assert str(e.value) == "no input given"
