@@ -79,6 +79,34 @@ def test_snapshot_stems_carry_the_rank_trigger_and_restarts():
     assert (parsed.kind, parsed.rank, parsed.requeue, parsed.restart) == ("oom_snapshot", 3, 2, 1)
 
 
+def test_a_trace_name_is_built_and_read_back():
+    env = {"SLURM_RESTART_COUNT": " 3 ", "TORCHELASTIC_RESTART_COUNT": "0"}
+    stem = names.torch_trace_stem(2, 10, 12, trigger=5, environ=env)
+    assert stem == "rank2_steps10-12_trigger5_requeue3"
+    parsed = names.parse(f"/d/{stem}.1{names.TORCH_TRACE_SUFFIX}")
+    assert (parsed.kind, parsed.rank, parsed.first_step, parsed.last_step) == ("torch_trace", 2, 10, 12)
+    assert (parsed.trigger, parsed.requeue, parsed.restart, parsed.duplicate) == (5, 3, 0, 1)
+    assert names.parse(f"/d/.{stem}{names.TORCH_TRACE_SUFFIX}") is None  # the writer's temporary
+    assert names.parse(f"/d/trace{names.TORCH_TRACE_SUFFIX}") is None
+
+
+def test_a_malformed_restart_counter_counts_as_none():
+    assert names.restart_tag({"SLURM_RESTART_COUNT": "abc", "TORCHELASTIC_RESTART_COUNT": "-1"}) == ""
+    assert names.restart_tag({"TORCHELASTIC_RESTART_COUNT": "4"}) == "_restart4"
+    assert names.restart_tag({}) == ""
+
+
+def test_nsys_reports_and_configured_snapshots_are_recognised():
+    local = names.parse("/d/profile_4242.nsys-rep")
+    assert (local.kind, local.rank, local.node, local.job_id) == ("nsys_report", None, None, None)
+    slurm = names.parse("/d/profile_4242_77_node1_rank9.qdrep")
+    assert (slurm.kind, slurm.rank, slurm.node, slurm.job_id) == ("nsys_report", 9, 1, "77")
+    assert names.parse("/d/other.nsys-rep").kind == "nsys_report"
+    assert names.parse("/d/mem_2.pkl", "mem.pkl").rank == 2
+    assert names.parse("/d/other_2.pkl", "mem.pkl") is None
+    assert names.parse("/d/other_2.pickle").kind == "memory_snapshot"  # the default name takes any stem
+
+
 def test_the_rank_comes_only_from_our_trace_names():
     assert rank_from_name(Path("rank7_steps10-12.pt.trace.json.gz")) == 7
     assert rank_from_name(Path("memory_snapshot_7.pickle")) is None
