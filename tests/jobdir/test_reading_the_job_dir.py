@@ -140,20 +140,32 @@ def test_a_job_directory_is_sorted_into_traces_snapshots_and_problems(tmp_path):
     other = tmp_path / "plain.json"
     not_a_trace = tmp_path / "config.json"
     snapshot = tmp_path / "memory_snapshot_0.pickle"
+    oom = tmp_path / "memory_snapshot_oom_rank1.pickle"
     for p, data in (
         (ours, gzip.compress(TRACE)),
         (theirs, TRACE),
         (other, TRACE),
         (not_a_trace, b"{}"),
         (snapshot, b""),
+        (oom, b""),
     ):
         p.write_bytes(data)
     (tmp_path / ".staging.tmp").mkdir()
     (tmp_path / ".staging.tmp" / "rank1_steps10-12.pt.trace.json.gz").write_bytes(TRACE)
     found = find_inputs([tmp_path, ours])  # named twice: counted once
     assert sorted(found.traces) == sorted([ours, theirs, other])
-    assert found.snapshots == [snapshot]
+    assert found.snapshots == [snapshot, oom]
     assert found.problems == [{"file": str(not_a_trace), "error": NOT_A_TRACE}]
+
+
+def test_a_directory_is_a_problem_exactly_when_it_adds_nothing(tmp_path):
+    """Counted over traces and snapshots together, whatever was named before it."""
+    full, empty = tmp_path / "full", tmp_path / "empty"
+    full.mkdir(), empty.mkdir()
+    trace, snapshot = full / "rank0_steps1-2.pt.trace.json.gz", full / "memory_snapshot_0.pickle"
+    trace.write_bytes(gzip.compress(TRACE)), snapshot.write_bytes(b"")
+    assert find_inputs([full]).problems == []  # one trace and one snapshot
+    assert [x["file"] for x in find_inputs([trace, snapshot, empty]).problems] == [str(empty)]
 
 
 def test_a_directory_without_artifacts_is_a_problem_and_nothing_at_all_is_an_error(tmp_path):
