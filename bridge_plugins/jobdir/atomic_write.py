@@ -2,11 +2,9 @@
 
 The file is made inside a fresh private staging directory beside its target (``mkdtemp``: mode
 0700, a hidden name that readers skip), so nothing another user planted is followed or opened. It
-is fsynced (``durable``), then published in one step: ``os.replace`` where replacing is meant,
-else ``os.link``, which never replaces and never follows a planted link; with ``durable`` the
-directory is fsynced after that step, so the new name too survives a crash of the machine. The
-staging directory is removed in every case, also after a full disk or an interrupt. Standard
-library only.
+is fsynced (``durable``), published in one step (``os.replace`` where replacing is meant, else
+``os.link``, which never replaces nor follows a planted link), then its directory is fsynced, so
+the name too survives a crash. The staging directory is removed in every case. Standard library only.
 """
 
 from __future__ import annotations
