@@ -12,7 +12,14 @@ import pytest
 
 from bridge_plugins.jobdir import names
 from bridge_plugins.jobdir.on_demand_files import MAX_FILE_BYTES, ProtocolError, read_json_file
-from bridge_plugins.jobdir.scan import NOT_A_TRACE, NothingToRead, find_inputs, looks_like_chrome_trace, rank_from_name
+from bridge_plugins.jobdir.scan import (
+    NOT_A_TRACE,
+    NothingToRead,
+    find_artifacts,
+    find_inputs,
+    looks_like_chrome_trace,
+    rank_from_name,
+)
 
 TRACE = b'{"schemaVersion": 1, "traceEvents": []}'
 
@@ -86,6 +93,8 @@ def test_a_trace_name_is_built_and_read_back():
     parsed = names.parse(f"/d/{stem}.1{names.TORCH_TRACE_SUFFIX}")
     assert (parsed.kind, parsed.rank, parsed.first_step, parsed.last_step) == ("torch_trace", 2, 10, 12)
     assert (parsed.trigger, parsed.requeue, parsed.restart, parsed.duplicate) == (5, 3, 0, 1)
+    plain = names.parse(f"/d/rank0_steps1-2{names.TORCH_TRACE_SUFFIX}")
+    assert (plain.trigger, plain.requeue, plain.restart, plain.duplicate) == (None, 0, 0, 0)
     assert names.parse(f"/d/.{stem}{names.TORCH_TRACE_SUFFIX}") is None  # the writer's temporary
     assert names.parse(f"/d/trace{names.TORCH_TRACE_SUFFIX}") is None
 
@@ -179,3 +188,35 @@ def test_a_directory_without_artifacts_is_a_problem_and_nothing_at_all_is_an_err
     with pytest.raises(NothingToRead) as e:
         find_inputs([])
     assert str(e.value) == "no input given"
+
+
+def test_the_main_job_finds_every_artifact_by_kind_and_rank(tmp_path):
+    """find_artifacts over a job directory laid out as the job writes it, with what it must skip."""
+    files = {
+        "torch_profile/rank0_steps10-12.pt.trace.json.gz": "trace 0",
+        "torch_profile/rank0_steps10-12.1.pt.trace.json.gz": "trace 0, a second attempt",
+        "torch_profile/rank1_steps10-12.pt.trace.json.gz": "trace 1",
+        "torch_profile/host_42.1700000000.pt.trace.json": "torch's own name: skipped, listed",
+        "mem_0.pickle": "snapshot 0 (configured name mem.pickle)",
+        "mem_oom_rank1.pickle": "OOM snapshot 1",
+        "memory_snapshot_0.pickle": "another name: not this job's snapshot",
+        "nsys_profile/profile_77.nsys-rep": "nsys report, no rank in its name",
+        "nsys_profile/profile_78_9_node0_rank2.nsys-rep": "nsys report of rank 2",
+        ".rank2_steps10-12.pt.trace.json.gz": "a dot-name: skipped",
+        ".staging.tmp/rank3_steps10-12.pt.trace.json.gz": "in a hidden directory: skipped",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    (tmp_path / "torch_profile" / "rank4_steps1-2.pt.trace.json.gz").mkdir()  # not a file: skipped
+    found = find_artifacts(tmp_path, "out/mem.pickle")
+    t = tmp_path / "torch_profile"
+    assert found.traces == {
+        0: [t / "rank0_steps10-12.1.pt.trace.json.gz", t / "rank0_steps10-12.pt.trace.json.gz"],
+        1: [t / "rank1_steps10-12.pt.trace.json.gz"],
+    }
+    assert found.memory == {0: [tmp_path / "mem_0.pickle"], 1: [tmp_path / "mem_oom_rank1.pickle"]}
+    assert found.nsys == [
+        tmp_path / "nsys_profile" / n for n in ("profile_77.nsys-rep", "profile_78_9_node0_rank2.nsys-rep")
+    ]
+    assert found.skipped == [t / "host_42.1700000000.pt.trace.json"]
