@@ -1,14 +1,34 @@
 """What the profiler plugins share (plugins/base.py), where test_validation.py matches only a prefix:
-the whole refusal line for a value of the wrong type."""
+the whole refusal line for a value of the wrong type; a setup before the job directory is known."""
 
 from __future__ import annotations
 
+import nemo_run as run
 import pytest
 
-from bridge_plugins import NsysPlugin
+from bridge_plugins import NsysPlugin, PyTorchProfilerPlugin
+from recipes.tiny_gpt import tiny_gpt_script
+
+pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
 
 def test_a_non_bool_is_refused_naming_its_type():
     with pytest.raises(TypeError) as e:
         NsysPlugin(nsys_gpu_metrics="yes")
     assert str(e.value) == "NsysPlugin.nsys_gpu_metrics must be a bool, got 'yes' (str); pass True or False"
+
+
+def test_a_non_function_converter_is_refused_naming_its_type():
+    with pytest.raises(TypeError) as e:
+        NsysPlugin(script_args_converter_fn=5)
+    assert str(e.value) == "NsysPlugin.script_args_converter_fn must be a function, got 5 (int)"
+
+
+def test_before_the_job_directory_is_known_no_output_directory_is_set():
+    """setup on a Slurm executor NeMo Run has not assigned yet: the job writes under its default,
+    and nothing is exported for a directory nobody knows."""
+    executor, task = run.SlurmExecutor(account="a"), tiny_gpt_script()
+    PyTorchProfilerPlugin().setup(task, executor)
+    assert executor.env_vars == {}
+    assert not any(a.startswith("profiling.output_dir") for a in task.args)
+    assert "profiling.use_pytorch_profiler=true" in task.args
