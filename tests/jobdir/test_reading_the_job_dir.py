@@ -97,6 +97,8 @@ def test_a_trace_name_is_built_and_read_back():
     assert (plain.trigger, plain.requeue, plain.restart, plain.duplicate) == (None, 0, 0, 0)
     assert names.parse(f"/d/.{stem}{names.TORCH_TRACE_SUFFIX}") is None  # the writer's temporary
     assert names.parse(f"/d/trace{names.TORCH_TRACE_SUFFIX}") is None
+    assert names.parse(f"/d/{stem}{names.CHAKRA_TRACE_SUFFIX}").kind == "chakra_trace"
+    assert names.parse("/d/.memory_snapshot_0.pickle") is None  # a dot-name is never ours
 
 
 def test_a_malformed_restart_counter_counts_as_none():
@@ -114,6 +116,11 @@ def test_nsys_reports_and_configured_snapshots_are_recognised():
     assert names.parse("/d/mem_2.pkl", "mem.pkl").rank == 2
     assert names.parse("/d/other_2.pkl", "mem.pkl") is None
     assert names.parse("/d/other_2.pickle").kind == "memory_snapshot"  # the default name takes any stem
+    assert (names.parse("/d/mem_2.pkl", "mem.pkl").duplicate, names.parse("/d/mem_2.3.pkl", "mem.pkl").duplicate) == (
+        0,
+        3,
+    )
+    assert names.parse("/d/mem_21234", "mem.pkl") is None  # without the suffix, whatever its length
 
 
 def test_the_rank_comes_only_from_our_trace_names():
@@ -134,10 +141,12 @@ def test_a_chrome_trace_is_known_by_its_head(tmp_path):
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
     os.mkfifo(tmp_path / "fifo.json")
-    got = {name: looks_like_chrome_trace(tmp_path / name) for name in [*cases, "fifo.json"]}
+    (tmp_path / "link.json").symlink_to(tmp_path / "t.json")  # a trace the user linked in: read
+    got = {name: looks_like_chrome_trace(tmp_path / name) for name in [*cases, "fifo.json", "link.json"]}
     assert got == {"t.json": True, "t.json.gz": True, "list.json": False, "other.json": False} | {
         "bad.json.gz": False,
         "fifo.json": False,
+        "link.json": True,
     }
 
 
@@ -173,7 +182,8 @@ def test_a_directory_is_a_problem_exactly_when_it_adds_nothing(tmp_path):
     full.mkdir(), empty.mkdir()
     trace, snapshot = full / "rank0_steps1-2.pt.trace.json.gz", full / "memory_snapshot_0.pickle"
     trace.write_bytes(gzip.compress(TRACE)), snapshot.write_bytes(b"")
-    assert find_inputs([full]).problems == []  # one trace and one snapshot
+    found = find_inputs([full])
+    assert (found.traces, found.snapshots, found.problems) == ([trace], [snapshot], [])  # one of each
     assert [x["file"] for x in find_inputs([trace, snapshot, empty]).problems] == [str(empty)]
 
 
@@ -209,6 +219,7 @@ def test_the_main_job_finds_every_artifact_by_kind_and_rank(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     (tmp_path / "torch_profile" / "rank4_steps1-2.pt.trace.json.gz").mkdir()  # not a file: skipped
+    os.mkfifo(tmp_path / "a_fifo.pickle")  # not a regular file, listed first: skipped, the scan goes on
     found = find_artifacts(tmp_path, "out/mem.pickle")
     t = tmp_path / "torch_profile"
     assert found.traces == {
@@ -220,3 +231,28 @@ def test_the_main_job_finds_every_artifact_by_kind_and_rank(tmp_path):
         tmp_path / "nsys_profile" / n for n in ("profile_77.nsys-rep", "profile_78_9_node0_rank2.nsys-rep")
     ]
     assert found.skipped == [t / "host_42.1700000000.pt.trace.json"]
+
+
+def test_named_files_are_sorted_and_each_unreadable_one_named(tmp_path):
+    trace, snapshot = tmp_path / "t.json", tmp_path / "s.pkl"
+    trace.write_bytes(TRACE), snapshot.write_bytes(b"")
+    chakra = tmp_path / f"rank0_steps1-2{names.CHAKRA_TRACE_SUFFIX}"
+    chakra.write_text("{}")
+    notes, fifo = tmp_path / "notes.txt", tmp_path / "pipe.json"
+    notes.write_text("x")
+    os.mkfifo(fifo)
+    found = find_inputs([trace, tmp_path / "missing.json", fifo, chakra, notes, snapshot])
+    assert (found.traces, found.snapshots) == ([trace], [snapshot])
+    assert found.problems == [
+        {"file": str(tmp_path / "missing.json"), "error": "no such file or directory"},
+        {"file": str(fifo), "error": "not a regular file"},
+        {"file": str(chakra), "error": "a Chakra execution trace (operator graph), not a Chrome trace with times"},
+        {"file": str(notes), "error": "not a trace (.json, .json.gz) or a memory snapshot (.pickle)"},
+    ]
+    assert find_inputs([snapshot]).snapshots == [snapshot]  # snapshots alone are enough
+    with pytest.raises(NothingToRead) as e:
+        find_inputs([notes, tmp_path / "missing.json"])
+    assert str(e.value) == (
+        f"{notes}: not a trace (.json, .json.gz) or a memory snapshot (.pickle); "
+        f"{tmp_path / 'missing.json'}: no such file or directory"
+    )
