@@ -32,3 +32,28 @@ def test_before_the_job_directory_is_known_no_output_directory_is_set():
     assert executor.env_vars == {}
     assert not any(a.startswith("profiling.output_dir") for a in task.args)
     assert "profiling.use_pytorch_profiler=true" in task.args
+
+
+class Converters:
+    """A converter may live in a module-level class: it is saved as ``module.Converters.none``."""
+
+    @staticmethod
+    def none(values: dict) -> list[str]:
+        return []
+
+
+class WithoutModule:
+    """A callable that names no module (a crafted one: every function and class instance has one)."""
+
+    @property
+    def __module__(self):  # type: ignore[override]
+        raise AttributeError("__module__")
+
+    def __call__(self, values: dict) -> list[str]:
+        return []
+
+
+def test_a_converter_is_found_by_its_dotted_name_or_refused():
+    assert NsysPlugin(script_args_converter_fn=Converters.none).script_args_converter_fn is Converters.none
+    with pytest.raises(TypeError, match="cannot be saved with the experiment"):
+        NsysPlugin(script_args_converter_fn=WithoutModule())
