@@ -3,6 +3,8 @@ the whole refusal line for a value of the wrong type; a setup before the job dir
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nemo_run as run
 import pytest
 
@@ -57,3 +59,9 @@ def test_a_converter_is_found_by_its_dotted_name_or_refused():
     assert NsysPlugin(script_args_converter_fn=Converters.none).script_args_converter_fn is Converters.none
     with pytest.raises(TypeError, match="cannot be saved with the experiment"):
         NsysPlugin(script_args_converter_fn=WithoutModule())
+
+
+def test_ranks_given_as_a_tuple_and_paths_as_path_objects_are_stored_as_plain_data():
+    """NeMo Run serializes the plugin with fiddle, which takes lists and strings, not a tuple or a Path."""
+    plugin = PyTorchProfilerPlugin(profile_ranks=(0, 1), output_dir=Path("/results/run1"))
+    assert (plugin.profile_ranks, plugin.output_dir) == ([0, 1], "/results/run1")
