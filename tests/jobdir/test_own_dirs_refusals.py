@@ -43,3 +43,9 @@ def test_a_missing_root_is_made_with_its_parents(tmp_path):
     root = tmp_path / "a" / "b"
     real_dir_below(root, root / "torch_profile")
     assert (root / "torch_profile").is_dir()
+
+
+def test_a_root_that_is_a_file_is_not_a_directory(tmp_path):
+    (tmp_path / "out").write_text("x")
+    with pytest.raises(NotADirectoryError):
+        real_dir_below(tmp_path / "out", tmp_path / "out", create=False)
