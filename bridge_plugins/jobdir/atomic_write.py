@@ -2,9 +2,9 @@
 
 The file is made inside a fresh private staging directory beside its target (``mkdtemp``: mode
 0700, a hidden name that readers skip), so nothing another user planted is followed or opened. It
-is fsynced (``durable``), then published in one step: ``os.replace`` where replacing is meant,
-else ``os.link``, which never replaces and never follows a planted link. The staging directory is
-removed in every case, also after a full disk or an interrupt. Standard library only.
+is fsynced (``durable``), published in one step (``os.replace`` where replacing is meant, else
+``os.link``, which never replaces nor follows a planted link), then its directory is fsynced, so
+the name too survives a crash. The staging directory is removed in every case. Standard library only.
 """
 
 from __future__ import annotations
@@ -53,11 +53,7 @@ class StagedFile:
         NotWrittenWhole when the staged file is not a regular file or the name then holds another file."""
         st = self.regular_stat()
         if durable:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _fsync(self.path, os.O_NOFOLLOW)  # the data, before any name points at it
         if replace:
             final = next(iter(names))
             os.replace(self.path, final)
@@ -66,6 +62,8 @@ class StagedFile:
         got = os.lstat(final)
         if not stat.S_ISREG(got.st_mode) or (got.st_dev, got.st_ino) != (st.st_dev, st.st_ino):
             raise NotWrittenWhole(f"{final} is not the file that was written (replaced while publishing)")
+        if durable:
+            _fsync_directory(final.parent)  # the name itself: without it a crash may lose the entry
         return final
 
     def discard(self) -> None:
@@ -76,6 +74,24 @@ class StagedFile:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self.discard()
+
+
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, os.O_RDONLY | flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """fsync a directory's entries; a file system that cannot fsync a directory (EINVAL: some FUSE
+    and network file systems) has published the name as durably as it can, which is no error."""
+    try:
+        _fsync(directory, os.O_DIRECTORY)
+    except OSError as e:
+        if e.errno != errno.EINVAL:
+            raise
 
 
 def _link_to_free_name(tmp: Path, names: Iterable[Path]) -> Path:
