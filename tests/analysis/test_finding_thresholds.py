@@ -7,9 +7,7 @@ what is pinned: "at least" includes the threshold, "more than" does not."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import functools
 
 import pytest
 
@@ -23,24 +21,9 @@ from bridge_plugins.analysis.findings import (
     sync_point,
 )
 from bridge_plugins.analysis.findings.model import HIGH, LOW, MEDIUM, severity
-from bridge_plugins.analysis.summarize import summarize
-from tests.analysis.test_fixtures import J128
+from tests.analysis.finding_inputs import MEDIAN_US, real_trace, trace
 
-MEDIAN_US = 1000.0  # every case's median step; one step captured, so a total is a per-step figure
 JUST = 0.001  # how far "just below" and "just above" sit from a threshold (in us, or items)
-
-
-@functools.cache
-def _real_trace() -> dict:
-    return summarize(J128[:1], top=None)["traces"][0]
-
-
-def trace(**analyses) -> dict:  # type: ignore[no-untyped-def]
-    """The real trace with one step of MEDIAN_US and the given analyses replaced."""
-    t = copy.deepcopy(_real_trace())
-    t["steps"] = {**t["steps"], "count": 1, "median_us": MEDIAN_US}
-    t["analyses"] = dataclasses.replace(t["analyses"], **analyses)
-    return t
 
 
 def around(value: float) -> list[float]:
@@ -55,7 +38,7 @@ def kinds(found: list) -> list[str]:
 def test_exposed_communication_from_10_percent_of_the_step():
     got = []
     for exposed in around(exposed_communication.MIN_SHARE * MEDIAN_US):
-        overlap = dataclasses.replace(_real_trace()["analyses"].overlap, exposed_us=exposed)
+        overlap = dataclasses.replace(real_trace()["analyses"].overlap, exposed_us=exposed)
         got.append(kinds(exposed_communication.check(trace(overlap=overlap))))
     assert exposed_communication.MIN_SHARE == 0.10
     assert got == [[], ["exposed_communication"], ["exposed_communication"]]
@@ -65,7 +48,7 @@ def test_exposed_communication_from_10_percent_of_the_step():
 def _host_bound_gpu(idle_us: float, host_wait_us: float, shorter: int = 0, launches: int = 10) -> list:
     """A GPU idle ``idle_us`` of a 1,000 us span, its one stream's idle 1,000 us of which ``host_wait_us``
     waiting on the host, and ``shorter`` of ``launches`` kernels shorter than their launch."""
-    real = _real_trace()
+    real = real_trace()
     stream = dataclasses.replace(real["analyses"].idle.streams[0], idle_us=1000.0, host_wait_us=host_wait_us)
     ls = dataclasses.replace(real["analyses"].launches, launches=launches, shorter_on_gpu=shorter)
     t = trace(idle=dataclasses.replace(real["analyses"].idle, streams=[stream]), launches=ls)
@@ -91,9 +74,10 @@ def test_host_bound_is_launch_bound_from_half_the_kernels_shorter_than_their_lau
 def test_host_bound_on_a_cpu_trace_from_half_the_step_outside_operators():
     got = []
     for outside in around(host_bound.MIN_OUTSIDE_SHARE * MEDIAN_US):
-        steps = [dataclasses.replace(s, outside_ops_us=outside) for s in _real_trace()["analyses"].steps]
+        steps = [dataclasses.replace(s, outside_ops_us=outside) for s in real_trace()["analyses"].steps]
         t = trace(steps=steps)
         t["gpu"] = None
+        t["per_step"] = []  # no collective or input wait to take out first (job128's are NCCL's)
         got.append(host_bound.check(t))
     assert host_bound.MIN_OUTSIDE_SHARE == 0.5 and [kinds(f) for f in got] == [[], ["host_bound"], ["host_bound"]]
     assert got[1][0].time_us_per_step == 500.0 and got[1][0].share_of_step == 0.5
@@ -101,7 +85,7 @@ def test_host_bound_on_a_cpu_trace_from_half_the_step_outside_operators():
 
 # ---------------------------------------------------------------- small_kernels
 def _small_kernels(shorter: int, median_kernel_us: float, launches: int = 10) -> list[str]:
-    ls = _real_trace()["analyses"].launches
+    ls = real_trace()["analyses"].launches
     dist = dataclasses.replace(ls.gpu_duration_us, median=median_kernel_us)
     return kinds(
         small_kernels.check(
@@ -122,14 +106,15 @@ def test_small_kernels_only_while_the_median_kernel_is_under_10_us():
 
 # ---------------------------------------------------------------- step_variance: "more than 50 % above"
 def _step_variance(durations: list[float]) -> list:
-    real = _real_trace()["analyses"].steps[0]
-    steps = [dataclasses.replace(real, step=i, duration_us=d) for i, d in enumerate(durations)]
+    """Steps of these durations, in this order (the first and the last are never a finding alone)."""
+    real = real_trace()["analyses"].steps[0]
+    steps = [dataclasses.replace(real, step=i, start_us=i * 1e6, duration_us=d) for i, d in enumerate(durations)]
     return step_variance.check(trace(steps=steps))
 
 
 def test_step_variance_from_a_step_more_than_50_percent_above_the_median():
     slowest = around((1 + step_variance.MIN_EXCESS) * MEDIAN_US)
-    got = [_step_variance([MEDIAN_US, MEDIAN_US, d]) for d in slowest]
+    got = [_step_variance([MEDIAN_US, MEDIAN_US, d, MEDIAN_US]) for d in slowest]
     assert step_variance.MIN_EXCESS == 0.5 and [kinds(f) for f in got] == [[], [], ["step_variance"]]
     assert got[2][0].time_us_per_step == pytest.approx(500.0 + JUST)
 
@@ -137,7 +122,12 @@ def test_step_variance_from_a_step_more_than_50_percent_above_the_median():
 def test_step_variance_needs_3_steps():
     assert step_variance.MIN_STEPS == 3
     assert kinds(_step_variance([MEDIAN_US, 10 * MEDIAN_US])) == []
-    assert kinds(_step_variance([MEDIAN_US, MEDIAN_US, 10 * MEDIAN_US])) == ["step_variance"]
+    assert kinds(_step_variance([MEDIAN_US, 10 * MEDIAN_US, MEDIAN_US])) == ["step_variance"]
+
+
+def test_step_variance_leaves_the_first_and_the_last_step_alone():
+    assert kinds(_step_variance([10 * MEDIAN_US, MEDIAN_US, MEDIAN_US, MEDIAN_US])) == []
+    assert kinds(_step_variance([MEDIAN_US, MEDIAN_US, MEDIAN_US, 10 * MEDIAN_US])) == []
 
 
 # ---------------------------------------------------------------- sync_point: "at least one per step on average"
@@ -155,7 +145,7 @@ def test_sync_point_from_one_per_step_on_average(per_step, found):
 
 # ---------------------------------------------------------------- memcpy: "any such copy"
 def _memcpy(pageable: int, blocking: dict[str, int]) -> list[str]:
-    real = _real_trace()["analyses"]
+    real = real_trace()["analyses"]
     copies = [dataclasses.replace(k, pageable=pageable if k.kind == "Memcpy HtoD" else 0) for k in real.bandwidth.kinds]
     syncs = dataclasses.replace(real.syncs, by_name={"aten::_local_scalar_dense": 3, **blocking})
     return kinds(memcpy.check(trace(bandwidth=dataclasses.replace(real.bandwidth, kinds=copies), syncs=syncs)))
