@@ -115,6 +115,7 @@ def stand_in_nsys(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @functools.cache
+@functools.cache
 def system_path_without_nsys() -> str:
     """A PATH that holds the system's tools (/usr/bin, /bin) but never an ``nsys``, on any machine.
 

@@ -114,10 +114,12 @@ def test_unquote_argv_undoes_exactly_shlex_quote_and_nothing_else():
     assert job_args(["--nsys-postfix", "p.py", "a b"]) == ["p.py", "a b"]  # run directly: no postfix
 
 
-def test_route_follows_the_launcher_set_by_a_later_plugin(tmp_path):
+def test_route_follows_the_launcher_set_by_a_later_plugin(tmp_path, monkeypatch):
     from bridge_plugins.plugins import NsysPlugin
     from tests.launch_support import assigned
+    from tests.support import system_path_without_nsys
 
+    monkeypatch.setenv("PATH", system_path_without_nsys())  # the nsys presence warning, also where nsys is installed
     task = run.Script(path="train", m=True, entrypoint="python", args=["a=1"])
     executor = assigned(run.LocalExecutor(), tmp_path)
     with pytest.warns(Warning):  # no nsys binary here
