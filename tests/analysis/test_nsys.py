@@ -189,6 +189,19 @@ def test_summary_json_names_the_format_and_has_steps_syncs_and_launches(standin)
     assert {r["name"]: r["calls"] for r in t["top_cpu_ops"]}["cudaMemcpy"] == 15
 
 
+def test_precision_and_per_step_rows_have_the_trace_schema_of_a_chrome_trace(standin):
+    """The GPU from TARGET_INFO_GPU (an A100: Tensor Cores), no GEMM among saxpy's kernels; per-step rows
+    with the keys a Chrome trace's have, and no breakdown (no CPU operators to split a step by)."""
+    t = summarize([standin])["traces"][0]
+    p = t["precision"]
+    assert (p["device"], p["compute_capability"], p["tensor_cores"]) == ("NVIDIA A100-SXM4-40GB", 8.0, True)
+    assert (p["fp32_us"], p["half_us"], p["fp32_kernels"]) == (0.0, 0.0, [])
+    assert [(r["step"], r["breakdown"], r["input_wait_us"], r["input_span"]) for r in t["per_step"]] == [
+        (step, None, 0.0, None) for step in range(FIRST_STEP, FIRST_STEP + 5)
+    ]
+    assert [r["time_us"] for r in t["per_step"]] == [d.duration_us for d in t["analyses"].steps]
+
+
 def test_an_export_without_the_optional_tables_and_columns_is_read(standin):
     with sqlite3.connect(standin) as conn:
         for table in ("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_MEMSET", "EXPORT_META_DATA"):
