@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from bridge_plugins.plugins import ProfilingPluginWarning
 
 # assert_window_traces: imported from here by the multi-node tests
-from tests.support import ROOT, VENV_BIN, assert_window_traces, job_logs  # noqa: F401
+from tests.support import ROOT, VENV_BIN, assert_window_traces, clean_env, job_logs  # noqa: F401
 
 SLURM_LOG_SUFFIXES = (".out", ".err", ".log")
 """sbatch writes each job's output to ``.out`` (and ``.err``) files; NeMo Run keeps ``.log`` ones."""
@@ -150,3 +151,21 @@ def assert_placement(records, nodes, ntasks_per_node: int, world_size: int) -> N
         assert r["host"] == nodes[node_id] == env["SLURMD_NODENAME"], r
         assert env["WORLD_SIZE"] == str(world_size), r
         assert env["LOCAL_RANK"] == str(rank % ntasks_per_node), r
+
+
+def run_main_job(slurm_cluster: dict, base_dir: Path, *flags: str, timeout: int = 300) -> tuple[str, Path]:
+    """``python -m recipes --executor slurm`` on the local cluster with ``flags``, as a user types it;
+    its stdout and the job directory it names, once it has succeeded."""
+    cluster = ["--account", slurm_cluster["account"], "--partition", slurm_cluster["partition"]]
+    proc = subprocess.run(
+        [sys.executable, "-m", "recipes", "--executor", "slurm", *cluster, *flags, "--base-dir", str(base_dir)],
+        cwd=ROOT,
+        env=clean_env(NEMORUN_HOME=str(base_dir / "nemo_home")),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    m = re.search(r"job directory: (\S+)", proc.stdout)
+    assert m, proc.stdout[-4000:]
+    return proc.stdout, Path(m.group(1))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -21,8 +20,8 @@ import pytest
 from bridge_plugins import FaultTolerancePlugin, NsysPlugin, PyTorchProfilerPlugin
 from bridge_plugins.plugins import ProfilingPluginWarning
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
-from tests.slurm_support import job_env, run_on_slurm, slurm_executor
-from tests.support import ROOT, assert_window_traces, clean_env, stand_in_nsys
+from tests.slurm_support import job_env, run_main_job, run_on_slurm, slurm_executor
+from tests.support import ROOT, assert_window_traces, stand_in_nsys
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("nemo_home")]  # isolated NeMo Run home (conftest.py)
 
@@ -224,37 +223,7 @@ def test_fault_tolerance_with_nsys_renders_valid_sbatch_without_nsys(slurm_clust
 
 
 def test_main_job_on_slurm(slurm_cluster, tmp_path):
-    cmd = [
-        sys.executable,
-        "-m",
-        "recipes",
-        "--executor",
-        "slurm",
-        "--account",
-        slurm_cluster["account"],
-        "--partition",
-        slurm_cluster["partition"],
-        "--steps",
-        str(STEPS),
-        "--start",
-        str(START),
-        "--end",
-        str(END),
-        "--ranks",
-        "0,1",
-        "--base-dir",
-        str(tmp_path),
-    ]
-    proc = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        env=clean_env(NEMORUN_HOME=str(tmp_path / "nemo_home")),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    assert "Steps captured per rank: rank 0: 3-5, rank 1: 3-5" in proc.stdout, proc.stdout[-4000:]
-    m = re.search(r"job directory: (\S+)", proc.stdout)
-    assert m, proc.stdout
-    assert_window(Path(m.group(1)))
+    window = ["--steps", str(STEPS), "--start", str(START), "--end", str(END), "--ranks", "0,1"]
+    stdout, job_dir = run_main_job(slurm_cluster, tmp_path, *window, timeout=180)
+    assert "Steps captured per rank: rank 0: 3-5, rank 1: 3-5" in stdout, stdout[-4000:]
+    assert_window(job_dir)

@@ -4,18 +4,13 @@ rank (docs/formats.md), holding exactly the window's steps as ``ProfilerStep#N``
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from bridge_plugins import NsysPlugin
 from bridge_plugins.jobdir import names as artifact_names
 from recipes.tiny_gpt import tiny_gpt_recipe
-from tests.slurm_support import job_env, require_nodes, run_on_slurm, slurm_executor
-from tests.support import REAL_NSYS, ROOT, clean_env, nsys_nvtx_ranges, summary_steps
+from tests.slurm_support import job_env, require_nodes, run_main_job, run_on_slurm, slurm_executor
+from tests.support import REAL_NSYS, nsys_nvtx_ranges, summary_steps
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -52,20 +47,7 @@ def test_the_main_job_on_slurm_under_real_nsys_then_summary_lists_its_steps(slur
     under the real nsys on the cluster, and ``summary`` on its job directory reads the report."""
     if REAL_NSYS is None:
         pytest.skip("no nsys: run scripts/install_nsys.sh (Debian's Nsight Systems 2022.4)")
-    cluster = ["--account", slurm_cluster["account"], "--partition", slurm_cluster["partition"]]
     window = ["--steps", str(STEPS), "--start", str(START), "--end", str(END)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "recipes", "--executor", "slurm", "--profiler", "nsys", *cluster, *window]
-        + ["--base-dir", str(tmp_path)],
-        cwd=ROOT,
-        env=clean_env(NEMORUN_HOME=str(tmp_path / "nemo_home")),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    m = re.search(r"job directory: (\S+)", proc.stdout)
-    assert m, proc.stdout[-4000:]
-    job_dir = Path(m.group(1))
+    _, job_dir = run_main_job(slurm_cluster, tmp_path, "--profiler", "nsys", *window)
     assert len(list((job_dir / artifact_names.NSYS_DIR).glob("*.nsys-rep"))) == 1, "one report: rank 0's"
     assert summary_steps(job_dir) == [("nsys-rep", list(range(START, END)))]
