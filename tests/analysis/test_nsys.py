@@ -26,6 +26,7 @@ from bridge_plugins.analysis.nsys.db import open_export
 from bridge_plugins.analysis.nsys.gpu import _Union
 from bridge_plugins.analysis.nsys.stats import StatRow, nsys_stats
 from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.jobdir.scan import NothingToRead
 from tests.analysis.nsys_fixture import (
     FIRST_STEP,
     NCCL_NAME,
@@ -290,6 +291,13 @@ def test_a_real_nsys_rep_is_exported_once_and_read(tmp_path, monkeypatch, capfd)
     assert t["format"] == "nsys-rep" and t["file"] == str(report) and t["nsys"].version.startswith("2022.4")
     assert first["traces"][0]["events"] == t["events"] and t["gpu"] is None
     assert len(list((tmp_path / "cache" / "nsys").glob("profile_4242-*.sqlite"))) == 1
+    # a cache that cannot be made (here under a regular file; a read-only home or a full disk alike)
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("BRIDGE_PLUGINS_CACHE", str(tmp_path / "a-file" / "cache"))
+    with pytest.raises(NothingToRead) as refused:  # what the CLI prints as its one line
+        summarize([report])
+    assert str(refused.value).startswith(f"{report}: cannot keep its export in {tmp_path / 'a-file' / 'cache'}")
+    assert "\n" not in str(refused.value)
 
 
 @given(

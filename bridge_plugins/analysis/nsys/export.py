@@ -69,8 +69,18 @@ def export_report(path: Path) -> Path:
     nsys = nsys_binary()
     if nsys is None:
         raise TraceError(f"{path}: " + NO_NSYS.format(sqlite=path.with_suffix(".sqlite"), path=path))
-    target.parent.mkdir(parents=True, exist_ok=True)
     print(f"bridge-plugins: exporting {path} with {nsys} export (once; kept in {target.parent})", file=sys.stderr)
+    try:
+        _export_into(nsys, path, target)
+    except OSError as e:  # the cache cannot be made or written: a read-only home, a full disk
+        raise TraceError(f"{path}: cannot keep its export in {target.parent} ({e.strerror or e})") from None
+    return target
+
+
+def _export_into(nsys: str, path: Path, target: Path) -> None:
+    """``nsys export`` of ``path`` into a private staging directory beside ``target``, then renamed
+    to it (a reader never sees a partial export). Raises TraceError, or OSError from the file system."""
+    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".export-") as tmp:
         partial = Path(tmp) / target.name
         cmd = [
@@ -92,7 +102,6 @@ def export_report(path: Path) -> Path:
             last = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
             raise TraceError(f"{path}: nsys export failed: {last[0]}")
         os.replace(partial, target)
-    return target
 
 
 def summarize_report(path: Path) -> TraceAsRead:
