@@ -23,7 +23,11 @@ def _figures(file, peak, reserved, end, end_reserved, at_peak, alive, segments, 
     }
     small = dict(main, peak_allocated=other_peak, end_allocated=999, sites_at_peak=[], alive_at_end=[])
     count, res, requested = segments
-    return {"file": file, "devices": [small, main], "segments": {"count": count, "reserved": res, "requested": requested}}
+    return {
+        "file": file,
+        "devices": [small, main],
+        "segments": {"count": count, "reserved": res, "requested": requested},
+    }
 
 
 def test_every_figure_of_the_main_device_and_the_segments_moves_by_new_minus_base():
@@ -60,6 +64,7 @@ def test_a_snapshot_without_devices_counts_as_zero():
     assert out["sites_at_peak"] == [{"site": "m.py:1 f", "base": 0, "new": 64, "delta": 64}]
     assert out["alive_at_end"] == [{"site": "m.py:2 g", "base": 0, "new": 32, "delta": 32}]
     back = compare_snapshot_figures(new, empty)
+    assert back["peak_allocated"] == {"base": 64, "new": 0, "delta": -64}
     assert back["sites_at_peak"] == [{"site": "m.py:1 f", "base": 64, "new": 0, "delta": -64}]
 
 
