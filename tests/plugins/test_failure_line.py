@@ -28,8 +28,8 @@ def test_no_log_is_none(tmp_path):
 
 
 def test_without_the_wrappers_line_the_newest_logs_last_line_stripped(tmp_path):
-    _log(tmp_path / "old.log", "older last line\n", 100)
-    _log(tmp_path / "sub" / "new.out", "  first\n  newest last line  \n\n   \n", 200)
+    _log(tmp_path / "z_old.log", "older last line\n", 100)  # by name it would come last
+    _log(tmp_path / "sub" / "a_new.out", "  first\n  newest last line  \n\n   \n", 200)
     _log(tmp_path / "newest.txt", "not a log\n", 300)
     assert failure_line(tmp_path) == "newest last line"
 
@@ -41,10 +41,10 @@ def test_an_empty_newest_log_leaves_the_line_of_the_one_before(tmp_path):
 
 
 def test_the_wrappers_line_wins_from_where_it_starts_oldest_log_first(tmp_path):
-    _log(tmp_path / "a.out", f"0: srun said {WRAPPER_ERROR} on node1: nsys too old\nafter\n", 100)
+    _log(tmp_path / "a.out", f"0: srun said {WRAPPER_ERROR} on node1: nsys too old {WRAPPER_ERROR} 2\nafter\n", 100)
     _log(tmp_path / "b.log", f"{WRAPPER_ERROR} later\nlast\n", 200)
     _log(tmp_path / "c.log", b"undecodable \xff last\n", 300)
-    assert failure_line(tmp_path) == f"{WRAPPER_ERROR} on node1: nsys too old"
+    assert failure_line(tmp_path) == f"{WRAPPER_ERROR} on node1: nsys too old {WRAPPER_ERROR} 2"
 
 
 def test_undecodable_bytes_are_replaced(tmp_path):
