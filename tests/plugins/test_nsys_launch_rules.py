@@ -16,7 +16,7 @@ from bridge_plugins import NsysPlugin
 from bridge_plugins.plugins import ProfilingPluginWarning
 from bridge_plugins.plugins.ft_launcher import plan_fault_tolerance
 from bridge_plugins.plugins.nsys_entry import with_wrapper
-from bridge_plugins.plugins.nsys_launcher import _gpu_metrics_nodes, merge_nsys_args, requoted
+from bridge_plugins.plugins.nsys_launcher import _gpu_metrics_nodes, merge_nsys_args, plan_nsys, requoted
 from bridge_plugins.plugins.quoting import QuotingChain
 from recipes.tiny_gpt import tiny_gpt_script
 from tests.launch_support import assigned, slurm
@@ -113,3 +113,22 @@ def test_ft_launcher_says_whether_the_launcher_it_replaces_had_nsys_on():
         executor = run.LocalExecutor(launcher=launcher)
         _edit, new, had_nsys = plan_fault_tolerance(executor, retries=2)
         assert (had_nsys, new.nsys_profile) == (had, False)
+
+
+def test_a_users_quoted_option_replaces_nemo_runs_default_in_place(tmp_path):
+    executor = assigned(slurm(), tmp_path)
+    _edit, new = plan_nsys(
+        "NsysPlugin",
+        executor,
+        trace=["nvtx"],
+        extra_args=["--capture-range-end=repeat shutdown"],
+        gpu_metrics=False,
+        profile_ranks=[0],
+    )
+    assert new.nsys_extra_args == [
+        "--force-overwrite=true",
+        "--capture-range=cudaProfilerApi",
+        "'--capture-range-end=repeat shutdown'",
+        "--cuda-graph-trace=node",
+        "--cuda-event-trace=false",
+    ]
