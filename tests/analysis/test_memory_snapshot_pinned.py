@@ -167,3 +167,12 @@ def test_sites_add_up_per_site_and_category_and_a_frameless_one_is_named_by_its_
 def test_a_missing_file_is_a_format_error(tmp_path):
     with pytest.raises(SnapshotFormatError):
         snapshot_figures(tmp_path / "missing.pickle")
+
+
+def test_an_oom_without_a_size_is_of_0_bytes():
+    assert replay([{"action": "oom"}], [], 0).ooms == [{"index": 0, "size": 0, "device_free": None, "time_us": None}]
+
+
+def test_a_device_with_only_a_segment_that_names_no_device_is_device_0(tmp_path):
+    figures = snapshot_figures(_write(tmp_path, [{"address": 0, "total_size": 8, "blocks": []}], []))
+    assert [(d["device"], d["peak_reserved"]) for d in figures["devices"]] == [(0, 8)]
