@@ -67,3 +67,24 @@ def test_shorten_cuts_at_the_last_word_past_half_the_limit():
     early = "y" * 10 + " " + "z" * 300  # the only space is before half the limit: cut inside
     assert shorten(early) == ("y" * 10 + " " + "z" * 228) + "…"
     assert shorten("a b c d", limit=5) == "a b…"
+
+
+def test_the_edges_of_each_rule():
+    five = {f"k{i}": i for i in range(5)}
+    assert evidence_lines({"wait_us_by_step": {2: 1.0}, "all_five": five, "five": [1, 2, 3, 4, 5]}) == [
+        ("wait by step", "2: 0.001 ms"),  # "_us_" inside a key: a time, and the label drops it
+        ("all five", "k0: 0, k1: 1, k2: 2, k3: 3, k4: 4"),  # exactly MAX_ITEMS: nothing "more"
+        ("five", "1, 2, 3, 4, 5"),
+    ]
+    assert evidence_lines({"gap_us": 999.0, "bytes_x": 1_150_001, "r": [{"total_us": 1.0, "calls": 2}]}) == [
+        ("gap", "0.999 ms"),
+        ("bytes x", "1.2 MB"),
+        ("r", "total 0.001 ms, calls 2"),
+    ]
+
+
+def test_shorten_at_half_its_limit_and_the_trailing_punctuation():
+    assert shorten("a" * 5 + " " + "b" * 10, limit=11) == "aaaaa bbbb…"  # the space at 5 = 11 // 2: cut inside
+    assert shorten("a" * 6 + " " + "b" * 10, limit=11) == "aaaaaa…"
+    assert shorten("a" * 5 + " " + "b" * 10, limit=12) == "aaaaa bbbbb…"  # at 5: past 12 // 3, not 12 // 2
+    assert shorten("aaaaaaX,; b" + "c" * 10, limit=12) == "aaaaaaX…"

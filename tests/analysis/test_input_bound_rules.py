@@ -51,9 +51,9 @@ def test_every_field_of_the_finding():
 
 
 def test_without_a_span_or_a_gpu():
-    (f,) = input_bound.check(_trace({1: 200.0}, {}, gpu=False))
+    (f,) = input_bound.check(_trace({1: 900.0}, {}, gpu=False))
     assert (
-        f.title == "rank 0: each step waits 20 % of its time on its input (the input) running no operator of the model"
+        f.title == "rank 0: each step waits 90 % of its time on its input (the input) running no operator of the model"
     )
     assert "gpu_during_the_wait" not in f.evidence and f.evidence["input_span"] == "the input"
 
