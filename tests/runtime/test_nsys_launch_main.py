@@ -1,6 +1,6 @@
-"""The nsys launch wrapper's steps in this process: the GPU test, the probe and ``main`` up to its exec.
+"""The nsys launch wrapper's steps in this process: the GPU test, the probe and ``main``.
 
-``main`` ends in ``os.execv``, so it runs in a forked child whose stderr goes to a file; the child
+Where ``main`` ends in ``os.execv`` it runs in a forked child whose stderr goes to a file; the child
 execs the stand-in nsys (tests/helpers/fake_nsys), which records what it was given.
 """
 
@@ -99,8 +99,17 @@ def run_main(tmp_path: Path, args: list[str], path: str, gpu: str) -> tuple[int,
     return os.waitstatus_to_exitcode(status), err.read_text()
 
 
-def test_main_without_nsys_on_path_says_so(tmp_path):
-    code, err = run_main(tmp_path, PROFILE + ["true"], system_path_without_nsys(), "1")
+def run_main_here(monkeypatch, capsys, args: list[str], path: str) -> tuple[int, str]:
+    """``main(args)`` in this process, for the paths that end in ``sys.exit``: (exit code, stderr)."""
+    monkeypatch.setenv("PATH", path)
+    monkeypatch.setenv("BRIDGE_PLUGINS_NSYS_GPU", "1")
+    with pytest.raises(SystemExit) as raised:
+        main(args)
+    return raised.value.code, capsys.readouterr().err
+
+
+def test_main_without_nsys_on_path_says_so(monkeypatch, capsys):
+    code, err = run_main_here(monkeypatch, capsys, PROFILE + ["true"], system_path_without_nsys())
     assert code == EXIT_NO_NSYS == 127
     assert err == (
         f"{PREFIX}: error on {HOST}: there is no 'nsys' binary on PATH, so the job cannot run under Nsight "
@@ -108,9 +117,10 @@ def test_main_without_nsys_on_path_says_so(tmp_path):
     )
 
 
-def test_main_refuses_a_command_line_it_cannot_fit(tmp_path):
+def test_main_refuses_a_command_line_it_cannot_fit(tmp_path, monkeypatch, capsys):
     bindir, _ = stand_in_nsys(tmp_path)
-    code, err = run_main(tmp_path, ["profile", "--unknown", "v", "true"], f"{bindir}:{system_path_without_nsys()}", "1")
+    path = f"{bindir}:{system_path_without_nsys()}"
+    code, err = run_main_here(monkeypatch, capsys, ["profile", "--unknown", "v", "true"], path)
     assert code == EXIT_REFUSED == 2
     assert err.startswith(f"{PREFIX}: error on {HOST}: nsys 2025.1.1.0-stand-in does not know the option '--unknown'")
     assert err.count("\n") == 1
