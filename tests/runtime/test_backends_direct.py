@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from bridge_plugins import ProfilingConfig
-from bridge_plugins.runtime import registry
+from bridge_plugins.runtime import memory_recorder, registry
 from bridge_plugins.runtime.artifacts import ArtifactWriter
 from bridge_plugins.runtime.backend import Backend, BackendContext, call_each
 from bridge_plugins.runtime.memory import MemoryHistoryBackend
@@ -220,3 +220,55 @@ def test_an_aborted_pytorch_window_leaves_no_profiler_running(tmp_path):
     prof.abort()
     assert not profiler_already_running() and prof.prof is None
     prof.abort()
+
+
+def test_the_shared_recorder_asks_torch_for_python_stacks_capped_and_stops_after_the_last(monkeypatch):
+    """torch's recording switch stood in by a list of its calls (no CUDA here); the real one runs in
+    test_gpu.py."""
+    calls, observers = [], []
+    monkeypatch.setattr(torch.cuda.memory, "_record_memory_history", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(torch._C, "_cuda_attach_out_of_memory_observer", observers.append, raising=False)
+    recorder = memory_recorder.SharedRecorder()
+    first, second = [], []
+    recorder.start(123, lambda: first.append("oom"))
+    recorder.start(456, lambda: second.append("oom"))
+    assert calls == [dict(enabled="all", context="all", stacks="python", max_entries=123)]
+    assert observers == [recorder._on_oom]
+    observers[0](0, 0, 0, 0)
+    assert (first, second) == (["oom"], [])
+    recorder.stop(recorder._users[0])
+    assert len(calls) == 1
+    recorder.stop(recorder._users[0])
+    assert calls[1:] == [dict(enabled=None)] and recorder._users == []
+    observers[0](0, 0, 0, 0)  # no window records: nobody is called
+    assert (first, second) == (["oom"], [])
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_profiler_switches_reach_torch_profiler(tmp_path, on):
+    ctx = context(
+        tmp_path,
+        use_pytorch_profiler=True,
+        pytorch_profiler_collect_shapes=on,
+        pytorch_profiler_collect_callstack=on,
+        pytorch_profiler_profile_memory=on,
+    )
+    backend = TorchProfilerBackend(ctx)
+    backend.window_begin(4)
+    try:
+        prof = backend.prof
+        assert (prof.record_shapes, prof.with_stack, prof.profile_memory) == (on, on, on)
+        assert prof.activities == {torch.profiler.ProfilerActivity.CPU} and prof.step_num == 4
+    finally:
+        backend.abort()
+
+
+def test_a_users_profiler_session_is_left_alone_with_one_line(tmp_path, caplog):
+    backend = TorchProfilerBackend(context(tmp_path, rank=1, use_pytorch_profiler=True))
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        backend.window_begin(4)
+    assert backend.prof is None
+    assert messages(caplog, logging.WARNING) == [
+        "rank 1: a torch.profiler session opened outside bridge_plugins is running: it is left alone and this "
+        "window (from step 4) writes no PyTorch trace; your session records these steps"
+    ]
