@@ -160,3 +160,12 @@ def test_main_execs_nsys_with_the_plan_and_says_what_it_changed(tmp_path, gpu):
             f"{PREFIX}: no GPU on {HOST}: capturing the window's NVTX range instead of cudaProfilerApi "
             "(--capture-range=nvtx --nvtx-capture=bridge_plugins.window)"
         ]
+
+
+def test_main_reads_the_command_line_after_the_program_name(tmp_path, monkeypatch, capsys):
+    bindir, _ = stand_in_nsys(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["bridge-plugins-nsys", "profile", "--unknown", "v", "true"])
+    monkeypatch.setenv("PATH", f"{bindir}:{system_path_without_nsys()}")
+    with pytest.raises(SystemExit):
+        main()
+    assert "does not know the option '--unknown'" in capsys.readouterr().err
