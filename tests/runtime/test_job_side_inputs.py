@@ -12,6 +12,7 @@ import pytest
 import torch.distributed as dist
 
 from bridge_plugins import ProfilingConfig
+from bridge_plugins.config.conflicts import NSYS_UNDER_FT
 from bridge_plugins.runtime import window_messages as msg
 from bridge_plugins.runtime.config_input import config_from
 from bridge_plugins.runtime.nvtx_ranges import find_nvtx
@@ -175,8 +176,8 @@ def test_nsys_under_fault_tolerance_is_switched_off_with_one_exact_line(caplog):
     c.ft.enable_ft_package = True
     assert config_from(c).use_nsys_profiler is False
     (line,) = lines(caplog)
-    assert line.startswith(
-        "fault tolerance is enabled (ft.enable_ft_package=True): nsys profiling is disabled for this job: "
+    assert line == (
+        f"fault tolerance is enabled (ft.enable_ft_package=True): nsys profiling is disabled for this job: {NSYS_UNDER_FT}"
     )
     c.profiling, c.ft = None, None
     assert config_from(c) is None
@@ -228,3 +229,9 @@ def test_without_the_nvtx_package_a_cpu_torch_has_none(monkeypatch):
         pytest.skip("a CUDA build may emit NVTX here")
     assert (ranges.source, ranges.available) == (None, False)
     assert ranges.push("x") is None and ranges.pop() is None
+
+
+@pytest.mark.parametrize("value", [".", ".."])
+def test_a_dot_snapshot_path_is_refused_before_the_output_dir_exists(tmp_path, value):
+    with pytest.raises(ValueError, match="names a directory"):
+        resolve_snapshot_path(unchecked(memory_snapshot_path=value), tmp_path / "not_yet")

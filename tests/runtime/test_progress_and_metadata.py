@@ -40,10 +40,11 @@ def test_progress_holds_the_latest_sample_and_the_rate_over_all_samples(tmp_path
         ([(5, 50.0)], 5, None),  # one sample: no rate
         ([(5, 50.0), (5, 51.0)], 5, None),  # no step taken between them
         ([(6, 50.0), (5, 51.0)], 5, None),  # steps going back (a restart)
+        ([(5, 50.0), (5, 51.0), (9, 52.0)], 9, 2.0),  # over all samples, the first to the last
         ([(5, 50.0), (7, 50.0)], 7, 2 / 1e-9),  # the same second: no division by zero
     ],
 )
-def test_progress_without_a_rate(tmp_path, samples, step, rate):
+def test_progress_rate_or_none(tmp_path, samples, step, rate):
     p = progress(tmp_path, samples)
     assert (p.step, p.steps_per_s, p.window) == (step, rate, None)
     assert p.step_time == (samples[-1][1] if samples else None)
@@ -59,7 +60,7 @@ def test_a_string_json_would_escape_needs_encoding(char):
     assert _needs_escape(f"a{char}b")
 
 
-@pytest.mark.parametrize("text", ["", " ", "~", "a/b:c", "\x80", "é", "ü\u2028"])
+@pytest.mark.parametrize("text", ["", " ", "~", "X", "a/b:c", "\x80", "é", "ü\u2028"])
 def test_a_string_json_writes_as_it_is_needs_none(text):
     assert not _needs_escape(text)
 
