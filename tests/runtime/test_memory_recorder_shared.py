@@ -15,6 +15,7 @@ The real code path runs against the real allocator in tests/runtime/test_gpu.py
 
 from __future__ import annotations
 
+import logging
 import pickle
 
 import pytest
@@ -101,3 +102,21 @@ def test_an_out_of_memory_error_is_dumped_once_while_two_windows_record(tmp_path
     configured.abort()
     on_demand.abort()
     assert not cuda.recording
+
+
+def test_each_snapshot_says_what_it_is_and_memory_viz_can_read_it(tmp_path, cuda, caplog):
+    caplog.set_level(logging.INFO, logger="bridge_plugins")
+    b = backend(tmp_path, trigger=2)
+    b.on_enter()
+    assert f"rank 0: memory snapshots go to {tmp_path / 'memory_snapshot_0_trigger2.pickle'}" in caplog.messages
+    (observer,) = cuda.observers
+    observer(0, 1 << 50, 1 << 30, 0)
+    b.window_end(2, 3, sync=True)
+    assert b.recording is False and not cuda.recording
+    wrote = [m.split(" (")[0] for m in caplog.messages if m.startswith("wrote ")]
+    assert wrote == [
+        f"wrote OOM memory snapshot {tmp_path / 'memory_snapshot_oom_rank0.pickle'}",
+        f"wrote memory snapshot {tmp_path / 'memory_snapshot_0_trigger2.pickle'}",
+    ]
+    for path in tmp_path.iterdir():  # protocol 4, which memory_viz reads
+        assert path.read_bytes()[:2] == b"\x80\x04"
