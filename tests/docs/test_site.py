@@ -123,7 +123,7 @@ def test_the_api_reference_documents_the_public_api(site):
         "bridge_plugins.plugins.fault_tolerance.FaultTolerancePlugin",
         "bridge_plugins.runtime.controller.ProfilingController",
         "bridge_plugins.analysis.summarize.summarize",
-        "bridge_plugins.analysis.report.html.build",
+        "bridge_plugins.analysis.page.build",
     ):
         assert f'id="{name}"' in text, f"{name} is not in the API reference"
     # a field's docstring, rendered once, from the code

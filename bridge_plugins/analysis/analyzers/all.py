@@ -76,7 +76,19 @@ def _analyze(d: Collected, g: GpuEvents, calls: CpuCalls) -> TraceAnalyses:
         steps = step_details(d, calls, None, intervals, syncs.per_step)
         timelines = step_timelines(d, None, calls, steps)
         note = NONE_KEPT.format(n=d.gpu_count, calls=calls.count) if d.gpu_count else NO_GPU
-        return TraceAnalyses(None, None, None, None, None, None, None, syncs, steps, timelines, note)
+        return TraceAnalyses(
+            overlap=None,
+            idle=None,
+            launches=None,
+            queue=None,
+            bandwidth=None,
+            kernels=None,
+            attribution=None,
+            syncs=syncs,
+            steps=steps,
+            timelines=timelines,
+            note=note,
+        )
     steps = step_details(d, calls, g, intervals, syncs.per_step)
     return TraceAnalyses(
         overlap=overlap(g),

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bridge_plugins.analysis.trace.gpu_breakdown import COMMUNICATION, COMPUTATION, MEMORY
 from bridge_plugins.analysis.trace.gpu_events import GpuEvents, union
+from bridge_plugins.analysis.trace.kernel_types import COMMUNICATION, COMPUTATION, MEMORY
 
 KINDS = (COMPUTATION, COMMUNICATION, MEMORY)  # bit 1, 2, 4, as HTA orders them
 

@@ -8,14 +8,10 @@ first. The rule in full: docs/diagnose.md."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from bridge_plugins.analysis.analyzers.idle import StreamIdle
 from bridge_plugins.analysis.findings.input_bound import explained_us
 from bridge_plugins.analysis.findings.model import Finding, finding, median, step_base, timeline_id
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.analyzers.idle import StreamIdle
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "host_bound"
 MIN_IDLE_SHARE = 0.20

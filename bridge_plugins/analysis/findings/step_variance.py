@@ -11,13 +11,10 @@ time and synchronizations.
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING
 
+from bridge_plugins.analysis.analyzers.step_detail import StepDetail
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.analyzers.step_detail import StepDetail
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "step_variance"
 MIN_STEPS = 3

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_breakdown import COMMUNICATION, COMPUTATION, MEMORY, OTHER
+from bridge_plugins.analysis.trace.kernel_types import COMMUNICATION, COMPUTATION, MEMORY, OTHER
 
 # CUDA/HIP runtime calls that put work on a stream (HTA's list, trace_symbol_table.py)
 LAUNCH_CALLS = frozenset(
@@ -36,7 +36,7 @@ LAUNCH_CALLS = frozenset(
 
 
 KINDS = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)
-"""The kernel types (gpu_breakdown.kernel_type), in the order of the one-byte codes of ``GpuEvents.kind``."""
+"""The kernel types (kernel_types.kernel_type), in the order of the one-byte codes of ``GpuEvents.kind``."""
 
 
 def _index_type(n: int) -> type[np.signedinteger]:

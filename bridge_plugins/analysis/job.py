@@ -10,8 +10,9 @@ from pathlib import Path
 
 from bridge_plugins.analysis.schema import Summary
 from bridge_plugins.analysis.summarize import summarize, with_top
+from bridge_plugins.analysis.text.cells import step_ranges
 from bridge_plugins.analysis.text.memory import fmt_bytes
-from bridge_plugins.analysis.text.summary import step_ranges, to_text
+from bridge_plugins.analysis.text.summary import to_text
 from bridge_plugins.jobdir.names import DEFAULT_SNAPSHOT_NAME
 from bridge_plugins.jobdir.scan import UNRECOGNISED_TRACE, Artifacts, NothingToRead, find_artifacts
 
