@@ -88,7 +88,7 @@ def test_the_cli_reference_has_every_subcommand_and_every_flag_of_the_parsers(si
 
     from bridge_plugins.cli import SUBCOMMANDS
     from bridge_plugins.cli import build_parser as cli_parser
-    from recipes.__main__ import build_parser as main_job_parser
+    from recipes.arguments import build_parser as main_job_parser
 
     text = (site / "reference" / "cli.html").read_text(encoding="utf-8")
     sub = next(a for a in cli_parser()._actions if isinstance(a, argparse._SubParsersAction))

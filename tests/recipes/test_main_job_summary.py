@@ -27,7 +27,7 @@ def test_print_summary_reads_each_file_once_and_writes_the_report(tmp_path, monk
     monkeypatch.setattr(chrome_mod, "collect_trace", lambda p, *a: reads.append(Path(p).name) or real_trace(p, *a))
     monkeypatch.setattr(snapshot_mod, "load_snapshot", lambda p: reads.append(Path(p).name) or real_snapshot(p))
 
-    from recipes.__main__ import print_summary
+    from recipes.after_job import print_summary
 
     print_summary(argparse.Namespace(profiler="pytorch", memory_history=True), job, "cuda")
     out = capsys.readouterr().out
