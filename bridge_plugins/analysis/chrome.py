@@ -16,7 +16,7 @@ from bridge_plugins.analysis.trace.per_step import per_step
 from bridge_plugins.analysis.trace.precision import gemm_precision
 from bridge_plugins.analysis.trace.split import collect_trace
 from bridge_plugins.analysis.trace.step_breakdown import gpu_role_spans
-from bridge_plugins.analysis.trace.steps import step_stats
+from bridge_plugins.analysis.trace.step_stats import step_stats
 from bridge_plugins.jobdir.scan import rank_from_name
 
 

@@ -1,4 +1,5 @@
-"""The main job's end-of-run text: steps captured, files per rank, top operators.
+"""The main job's end-of-run text: steps captured, files per rank, top operators (a front-door
+module: it reads the job directory through ``summarize``, then renders with text/).
 
 Used by the main job (``python -m recipes``) to tell the user what they got. Imports neither
 torch nor nemo_run: it only reads files.

@@ -19,8 +19,8 @@ from bridge_plugins.analysis.analyzers.launches import LaunchStats, launch_stats
 from bridge_plugins.analysis.analyzers.overlap import Overlap, overlap
 from bridge_plugins.analysis.analyzers.queue import QueueLength, queue_length
 from bridge_plugins.analysis.analyzers.step_detail import StepDetail, step_details
+from bridge_plugins.analysis.analyzers.step_timelines import StepTimeline, step_timelines
 from bridge_plugins.analysis.analyzers.syncs import SyncPoints, sync_points
-from bridge_plugins.analysis.analyzers.timeline import StepTimeline, step_timelines
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 

@@ -22,7 +22,7 @@ from bridge_plugins.analysis.nsys.launches import calls_once
 from bridge_plugins.analysis.nsys.stats import api_name, nsys_stats
 from bridge_plugins.analysis.schema import TraceAsRead
 from bridge_plugins.analysis.trace.precision import gemm_precision
-from bridge_plugins.analysis.trace.steps import step_stats
+from bridge_plugins.analysis.trace.step_stats import step_stats
 from bridge_plugins.jobdir.scan import rank_from_name
 
 FORMAT = "nsys-sqlite"

@@ -1,9 +1,10 @@
-"""``bridge-plugins report``: one self-contained HTML file that opens offline.
+"""``bridge-plugins report``'s page: one self-contained HTML file that opens offline, rendered from a
+summary (and a comparison) that page.build computed; nothing is read or computed here.
 
 Inline SVG drawn here and inline CSS; no script and no external resource, which a
 Content-Security-Policy in the page also enforces (``default-src 'none'``), so the file renders
-the same on an air-gapped login node, in a mail attachment or from a CI artifact. See
-report_svg for the charts and report_traces / report_memory / report_compare for the sections.
+the same on an air-gapped login node, in a mail attachment or from a CI artifact. The charts are
+svg.py's, the sections traces.py's, memory.py's and compare.py's.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bridge_plugins.analysis.report.findings import findings_section, why_sectio
 from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
 from bridge_plugins.analysis.report.step_breakdown import step_breakdown_section
-from bridge_plugins.analysis.report.timeline import timelines_section
+from bridge_plugins.analysis.report.step_timelines import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
 from bridge_plugins.analysis.schema import Summary
 from bridge_plugins.jobdir.atomic_write import write_text_atomically

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from bridge_plugins.analysis.analyzers.timeline import MAX_DEPTH, Bar, Lane, StepTimeline
+from bridge_plugins.analysis.analyzers.step_timelines import MAX_DEPTH, Bar, Lane, StepTimeline
 from bridge_plugins.analysis.findings.model import timeline_id
 from bridge_plugins.analysis.report.parts import COLOURS, fmt_ms, section
 from bridge_plugins.analysis.report.svg import FONT, WIDTH, attr, clip, legend
