@@ -7,10 +7,12 @@ the analyses (analyzers/) and the findings (``Finding``, here: the rules in find
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
-from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 from bridge_plugins.analysis.figures import GemmPrecision, GpuBreakdown, KernelRow, NsysReport, OpRow, StepStats
+
+if TYPE_CHECKING:  # a type only: the Summary's types load no analyzer (numpy); no cycle (tests/test_import_graph.py)
+    from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 
 __all__ = ["Finding", "GemmPrecision", "GpuBreakdown", "KernelRow", "NsysReport", "OpRow", "StepStats"]
 __all__ += ["Problem", "Summary", "TraceAsRead", "TraceSummary"]
