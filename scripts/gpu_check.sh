@@ -29,7 +29,7 @@ rm -rf /tmp/gpu_check_job
 timeout 180 "$PY" -m torch.distributed.run --standalone --nproc-per-node 1 -m recipes.train profiling.use_pytorch_profiler=true \
   profiling.record_memory_history=true profiling.profile_step_start=3 profiling.profile_step_end=6 \
   train.train_iters=8 profiling.output_dir=/tmp/gpu_check_job 2>&1 | tee "$OUT/recipe_gpu.log"
-$PY -c "from bridge_plugins.analysis.text.job import report; print(report('/tmp/gpu_check_job')[0])" 2>&1 | tee -a "$OUT/recipe_gpu.log"
+$PY -c "from bridge_plugins.analysis.job import report; print(report('/tmp/gpu_check_job')[0])" 2>&1 | tee -a "$OUT/recipe_gpu.log"
 # real CUDA artifacts of the recipe, to commit as test fixtures (tests/fixtures/gpu/)
 mkdir -p "$OUT/fixtures"
 cp /tmp/gpu_check_job/torch_profile/rank0_steps3-5.pt.trace.json.gz "$OUT/fixtures/recipe_gpu_rank0_steps3-5.pt.trace.json.gz"

@@ -59,7 +59,7 @@ def test_the_analysis_front_door_names_the_real_functions():
     assert analysis.__all__ == list(analysis.FRONT_DOOR)
     for name, (module, attr) in analysis.FRONT_DOOR.items():
         assert getattr(analysis, name) is getattr(importlib.import_module(module), attr), name
-    from bridge_plugins.analysis.report.html import build
+    from bridge_plugins.analysis.page import build
 
     assert analysis.build_report is build
     submodules = {m.name for m in pkgutil.iter_modules(analysis.__path__)}

@@ -12,10 +12,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import TraceAsRead
+from bridge_plugins.analysis.schema import TraceAsRead
+from bridge_plugins.analysis.trace.reader import TraceError
 
 
 class Reader(Protocol):
@@ -37,7 +37,7 @@ class TraceFormat:
 
 
 FORMATS = (
-    TraceFormat("chrome-trace", (".json", ".json.gz"), "bridge_plugins.analysis.summarize:summarize_trace"),
+    TraceFormat("chrome-trace", (".json", ".json.gz"), "bridge_plugins.analysis.chrome:summarize_trace"),
     TraceFormat("nsys-sqlite", (".sqlite",), "bridge_plugins.analysis.nsys.summary:summarize_export"),
     TraceFormat("nsys-rep", (".nsys-rep", ".qdrep", ".qdstrm"), "bridge_plugins.analysis.nsys.export:summarize_report"),
 )
@@ -58,7 +58,5 @@ def read(path: Path) -> TraceAsRead:
     """The trace entry of ``path`` by its format's reader (a picklable function, for worker processes)."""
     fmt = format_of(path)
     if fmt is None:
-        from bridge_plugins.analysis.trace.reader import TraceError
-
         raise TraceError(f"{path}: not a trace format the analysis reads ({', '.join(f.name for f in FORMATS)})")
     return fmt.load()(Path(path))

@@ -12,12 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from bridge_plugins.analysis.schema import GpuBreakdown, Summary, TraceSummary
 from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import GpuBreakdown, Summary, TraceSummary
 
 MANY_RANKS = 32
 """From this many traces on, summary and report show the many-ranks view."""

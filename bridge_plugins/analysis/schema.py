@@ -1,61 +1,36 @@
 """The summary's types: what ``summarize`` returns and every renderer (terminal, JSON, HTML) reads.
 
-The version-1 parts are TypedDicts (plain dicts at run time, checked by the type checker); the
-analyses and findings are dataclasses (analyzers/, findings/). docs/analysis-schema.md describes them.
+The version-1 parts are TypedDicts (plain dicts at run time, checked by the type checker: figures.py);
+the analyses (analyzers/) and the findings (``Finding``, here: the rules in findings/ build it) are dataclasses. docs/analysis-schema.md describes them.
 """
 
 from __future__ import annotations
 
-from typing import TypedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
-from bridge_plugins.analysis.analyzers.all import TraceAnalyses
-from bridge_plugins.analysis.findings.model import Finding
-from bridge_plugins.analysis.nsys.summary import NsysReport
+from bridge_plugins.analysis.figures import GemmPrecision, GpuBreakdown, KernelRow, NsysReport, OpRow, StepStats
 
+if TYPE_CHECKING:  # a type only: the Summary's types load no analyzer (numpy); no cycle (tests/test_import_graph.py)
+    from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 
-class StepStats(TypedDict):
-    captured: list[int]
-    count: int
-    min_us: float | None
-    median_us: float | None
-    max_us: float | None
-    note: str | None
+__all__ = ["Finding", "GemmPrecision", "GpuBreakdown", "KernelRow", "NsysReport", "OpRow", "StepStats"]
+__all__ += ["Problem", "Summary", "TraceAsRead", "TraceSummary"]
 
 
-class GpuBreakdown(TypedDict):
-    span_us: float
-    computation_us: float
-    communication_us: float
-    memory_us: float
-    idle_us: float
-    communication_total_us: float
-    gpu_events: int
-    gpu_events_dropped: int
+@dataclass
+class Finding:
+    """A finding: a rule of findings/ over a trace's figures (findings.model builds it)."""
 
-
-class OpRow(TypedDict):
-    name: str
-    self_us: float
-    total_us: float
-    calls: int
-
-
-class KernelRow(TypedDict):
-    name: str
-    type: str
-    total_us: float
-    calls: int
-
-
-class GemmPrecision(TypedDict):
-    """GEMM/convolution kernel time by precision, and whether the GPU has Tensor Cores (trace/precision.py)."""
-
-    device: str | None  # the GPU's name from deviceProperties
-    compute_capability: float | None  # e.g. 8.0; None without deviceProperties
-    tensor_cores: bool  # an NVIDIA GPU of compute capability >= 7.0
-    fp32_us: float  # GEMM/convolution kernel time in fp32 (TF32 included)
-    half_us: float  # in fp16, bf16 or lower
-    fp32_kernels: list[KernelRow]  # the fp32 GEMM/convolution kernels, most time first (5 at most)
+    kind: str  # a stable name: docs/diagnose.md
+    severity: str  # high | medium | low, from share_of_step
+    title: str  # one line, in the user's terms
+    time_us_per_step: float  # estimate of the step time at stake
+    share_of_step: float | None  # that time over the median step (0..1); None without step times
+    evidence: dict  # the numbers behind it
+    advice: list[str]  # what to try, first the most likely to help
+    ranks: list[int] = field(default_factory=list)
+    timeline: str | None = None  # id of the report's timeline this is about
 
 
 class _OtherFormat(TypedDict, total=False):

@@ -1,8 +1,9 @@
 """``summarize(paths)``: every figure of ``bridge-plugins summary``, as one typed Summary (analysis.schema).
 
 One object, so the terminal tables, the HTML report, ``compare`` and ``--json`` all show the same
-figures. Its fields, units and versions: docs/analysis-schema.md ("Summary object"); the figures
-come from gpu_breakdown (the split), stragglers (who is one), steps and ops.
+figures. Its fields, units and versions: docs/analysis-schema.md ("Summary object"). Each trace is
+read by its format's reader (formats.py: chrome.py, nsys/), then numbered; then the cross-rank table
+(cross_rank.py) and the findings (findings/).
 """
 
 from __future__ import annotations
@@ -13,60 +14,20 @@ from pathlib import Path
 from typing import cast
 
 from bridge_plugins.analysis import formats
-from bridge_plugins.analysis.analyzers.all import analyze
+from bridge_plugins.analysis.chrome import summarize_trace
+from bridge_plugins.analysis.cross_rank import cross_rank
 from bridge_plugins.analysis.findings.run import rank_findings
-from bridge_plugins.analysis.parallel import Workers, trace_jobs
+from bridge_plugins.analysis.memory.snapshot import memory_entry
+from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.schema import Summary, TraceAsRead, TraceSummary
-from bridge_plugins.analysis.trace import gpu_breakdown, ops
-from bridge_plugins.analysis.trace.gpu_events import joined
-from bridge_plugins.analysis.trace.per_step import per_step
-from bridge_plugins.analysis.trace.precision import gemm_precision
 from bridge_plugins.analysis.trace.reader import TraceError
-from bridge_plugins.analysis.trace.split import collect_trace
-from bridge_plugins.analysis.trace.step_breakdown import gpu_role_spans
-from bridge_plugins.analysis.trace.steps import step_stats
-from bridge_plugins.analysis.trace.stragglers import cross_rank
-from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs, rank_from_name
+from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs
+
+__all__ = ["summarize", "summarize_trace", "numbered", "with_top", "without_timelines", "SCHEMA", "SCHEMA_VERSION"]
+"""``summarize_trace`` (the Chrome-trace reader, chrome.py) is importable here too, where it was."""
 
 SCHEMA = "bridge-plugins.summary/1"
 SCHEMA_VERSION = 2  # bumped when a field changes meaning or goes; new fields do not bump it
-
-
-def _rank(header: dict, path: Path) -> tuple[int | None, str, int | None]:
-    """The trace's rank, where it came from, and the world size (None where not known)."""
-    info = header.get("distributedInfo")
-    if isinstance(info, dict) and isinstance(info.get("rank"), (int, float)):
-        world = info.get("world_size")
-        return int(info["rank"]), "distributedInfo", int(world) if isinstance(world, (int, float)) else None
-    rank = rank_from_name(path)
-    return (rank, "file name", None) if rank is not None else (None, "none (numbered in input order)", None)
-
-
-def summarize_trace(path: Path) -> TraceAsRead:
-    """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
-    d = collect_trace(path, trace_jobs())
-    d.spill_rest()
-    rank, source, world = _rank(d.header, path)
-    types = gpu_breakdown.kernel_types(d)
-    keep = gpu_breakdown.kept_gpu_events(d)
-    kernels = ops.gpu_kernels(d, keep, types)  # from the collector's columns, in their order: the same sums
-    gpu_roles = gpu_role_spans(d)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
-    g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
-    del keep
-    return {
-        "file": str(path),
-        "rank": rank,
-        "rank_source": source,
-        "world_size": world,
-        "events": d.events,
-        "steps": step_stats(d.steps),
-        "per_step": per_step(d, g, calls, gpu_roles),
-        "gpu": gpu_breakdown.breakdown(g, d.gpu_count),
-        "top_cpu_ops": ops.cpu_ops(d),
-        "top_gpu_kernels": kernels,
-        "precision": gemm_precision(d.header, kernels),
-        "analyses": analyze(d, g, calls),
-    }
 
 
 def _memory(snapshots: list[Path], found: Inputs) -> dict | None:
@@ -74,8 +35,6 @@ def _memory(snapshots: list[Path], found: Inputs) -> dict | None:
     a snapshot that cannot be read goes to ``found``'s problems."""
     if not snapshots:
         return None
-    from bridge_plugins.analysis.memory.snapshot import memory_entry  # imported only when there are snapshots
-
     result = memory_entry(snapshots)
     found.problems.extend(result.pop("problems", []))
     return {"snapshots": [str(p) for p in snapshots], **result}

@@ -10,6 +10,7 @@ import json
 
 from bridge_plugins.cli import UsageError, add_json, add_top, add_workers, top_rows, workers
 from bridge_plugins.cli.summary import print_problems
+from bridge_plugins.jobdir.scan import NothingToRead
 
 
 def add_parser(sub) -> None:
@@ -29,7 +30,6 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from bridge_plugins.analysis.compare import compare  # here, not above: see cli/summary.py
-    from bridge_plugins.jobdir.scan import NothingToRead
 
     top = top_rows(args)
     try:

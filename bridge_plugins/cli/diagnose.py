@@ -9,6 +9,7 @@ from __future__ import annotations
 from bridge_plugins.analysis.findings import run as findings  # KINDS: the one list of finding kinds
 from bridge_plugins.cli import UsageError, add_json, add_paths, add_workers, workers
 from bridge_plugins.cli.summary import print_problems
+from bridge_plugins.jobdir.scan import NothingToRead
 
 
 def add_parser(sub) -> None:
@@ -27,7 +28,6 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from bridge_plugins.analysis.jsonable import dumps  # here, not above: see cli/summary.py
     from bridge_plugins.analysis.summarize import SCHEMA_VERSION, summarize
-    from bridge_plugins.jobdir.scan import NothingToRead
 
     try:
         s = summarize(args.paths, top=None, workers=workers(args))

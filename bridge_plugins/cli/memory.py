@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bridge_plugins.cli import UsageError, add_json, add_paths
+from bridge_plugins.jobdir.scan import NothingToRead, find_inputs
 
 
 def add_parser(sub) -> None:
@@ -31,7 +32,6 @@ def snapshot_in(path: str) -> str:
     """The snapshot ``path`` names: the file itself, or the one snapshot of a job directory.
 
     A missing path is worded as ``summary`` words it (one scan of a job directory: jobdir.scan)."""
-    from bridge_plugins.jobdir.scan import NothingToRead, find_inputs
 
     if Path(path).is_file():  # any file: the loader says whether it is a snapshot
         return path

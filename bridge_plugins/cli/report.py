@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 from bridge_plugins.cli import UsageError, add_paths, add_top, add_workers, top_rows, workers
+from bridge_plugins.cli.summary import print_problems
+from bridge_plugins.jobdir.scan import NothingToRead
 
 
 def add_parser(sub) -> None:
@@ -63,9 +65,8 @@ def run_and_baseline(args) -> tuple:
 
 
 def run(args) -> int:
-    from bridge_plugins.analysis.report.html import build, write_report
-    from bridge_plugins.cli.summary import print_problems
-    from bridge_plugins.jobdir.scan import NothingToRead
+    from bridge_plugins.analysis.page import build
+    from bridge_plugins.analysis.report.html import write_report
 
     out = Path(args.output)
     top = top_rows(args)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from bridge_plugins.cli import UsageError, add_json, add_paths, add_top, add_workers, top_rows, workers
+from bridge_plugins.jobdir.scan import NothingToRead
 
 
 def add_parser(sub) -> None:
@@ -39,7 +40,6 @@ def run(args) -> int:
     # imported here, not above: the parser is built for every command, and --json needs no rich
     from bridge_plugins.analysis.jsonable import dumps
     from bridge_plugins.analysis.summarize import summarize, without_timelines
-    from bridge_plugins.jobdir.scan import NothingToRead
 
     top = top_rows(args)
     try:

@@ -128,7 +128,7 @@ def test_compare_cli_job_directories_and_json(tmp_path):
 def test_analysis_imports_neither_torch_nor_nemo_run_nor_the_runtime():
     code = (
         "import sys, bridge_plugins.analysis.summarize, bridge_plugins.analysis.compare, bridge_plugins.cli.summary, "
-        "bridge_plugins.analysis.text.job; "
+        "bridge_plugins.analysis.job; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nemo_run') "
         "or m.startswith('bridge_plugins.runtime')))"
     )
@@ -140,15 +140,15 @@ def test_report_with_a_baseline_reads_each_file_once(monkeypatch):
     """`bridge-plugins report NEW --baseline BASE` used to read NEW's traces twice (once for the
     summary, again inside compare) and BASE's snapshots twice; a GPU job's traces are hundreds of
     MB, so that doubled the wait. Counted with a spy that still calls the real reader."""
-    from bridge_plugins.analysis.report.html import build
+    from bridge_plugins.analysis.page import build
 
     # the modules (``bridge_plugins.analysis.summarize`` the attribute is the function)
-    summarize_mod = importlib.import_module("bridge_plugins.analysis.summarize")
+    chrome_mod = importlib.import_module("bridge_plugins.analysis.chrome")  # the Chrome-trace reader
     memory_mod = importlib.import_module("bridge_plugins.analysis.memory.snapshot")
 
     reads = []
-    real_trace, real_snapshot = summarize_mod.collect_trace, memory_mod.load_snapshot
-    monkeypatch.setattr(summarize_mod, "collect_trace", lambda p, *a: reads.append(Path(p).name) or real_trace(p, *a))
+    real_trace, real_snapshot = chrome_mod.collect_trace, memory_mod.load_snapshot
+    monkeypatch.setattr(chrome_mod, "collect_trace", lambda p, *a: reads.append(Path(p).name) or real_trace(p, *a))
     monkeypatch.setattr(memory_mod, "load_snapshot", lambda p: reads.append(Path(p).name) or real_snapshot(p))
     snapshots = Path(__file__).resolve().parents[1] / "fixtures"
     html, skipped = build(

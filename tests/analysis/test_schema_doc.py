@@ -8,8 +8,8 @@ import typing
 from pathlib import Path
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
+from bridge_plugins.analysis.figures import NsysReport
 from bridge_plugins.analysis.findings.model import Finding
-from bridge_plugins.analysis.nsys.summary import NsysReport
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analysis-schema.md"
 

@@ -88,7 +88,7 @@ def test_the_cli_reference_has_every_subcommand_and_every_flag_of_the_parsers(si
 
     from bridge_plugins.cli import SUBCOMMANDS
     from bridge_plugins.cli import build_parser as cli_parser
-    from recipes.__main__ import build_parser as main_job_parser
+    from recipes.arguments import build_parser as main_job_parser
 
     text = (site / "reference" / "cli.html").read_text(encoding="utf-8")
     sub = next(a for a in cli_parser()._actions if isinstance(a, argparse._SubParsersAction))
@@ -123,7 +123,7 @@ def test_the_api_reference_documents_the_public_api(site):
         "bridge_plugins.plugins.fault_tolerance.FaultTolerancePlugin",
         "bridge_plugins.runtime.controller.ProfilingController",
         "bridge_plugins.analysis.summarize.summarize",
-        "bridge_plugins.analysis.report.html.build",
+        "bridge_plugins.analysis.page.build",
     ):
         assert f'id="{name}"' in text, f"{name} is not in the API reference"
     # a field's docstring, rendered once, from the code

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import recipes.__main__ as main_job
+from recipes import after_job, arguments, launch
 from recipes.train import main as train_main
 from tests.support import ROOT
 
@@ -28,7 +28,7 @@ def test_how_to_open_names_a_bridge_plugins_that_runs_when_the_venv_is_not_activ
     # `bridge-plugins summary ...` would be "command not found"
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert shutil.which("bridge-plugins") is None
-    lines = main_job.how_to_open(_arts(traces={0: [tmp_path / "t"]}, memory={0: [tmp_path / "m"]}), tmp_path)
+    lines = after_job.how_to_open(_arts(traces={0: [tmp_path / "t"]}, memory={0: [tmp_path / "m"]}), tmp_path)
     commands = [line.split("    #")[0].strip() for line in lines if " summary " in line or " memory " in line]
     assert len(commands) == 2
     for command in commands:
@@ -40,15 +40,15 @@ def test_how_to_open_names_a_bridge_plugins_that_runs_when_the_venv_is_not_activ
 
 def test_how_to_open_says_bridge_plugins_by_name_when_path_finds_this_install(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:/usr/bin:/bin")
-    lines = main_job.how_to_open(_arts(traces={0: [tmp_path / "t"]}), tmp_path)
+    lines = after_job.how_to_open(_arts(traces={0: [tmp_path / "t"]}), tmp_path)
     assert any(line.strip().startswith(f"bridge-plugins summary {tmp_path}") for line in lines), lines
 
 
 def test_the_header_of_a_run_without_profiler_mentions_no_window_or_ranks():
-    args = main_job.build_parser().parse_args(["--profiler", "none"])
-    header = main_job.run_header(args)
+    args = arguments.build_parser().parse_args(["--profiler", "none"])
+    header = launch.run_header(args)
     assert header == "[recipes] no profiler, 2 rank(s), 20 steps, executor local"
-    profiled = main_job.run_header(main_job.build_parser().parse_args(["--ranks", "all"]))
+    profiled = launch.run_header(arguments.build_parser().parse_args(["--ranks", "all"]))
     assert "pytorch profiler, window steps 10-14, ranks all, 2 rank(s)" in profiled
 
 
@@ -94,18 +94,18 @@ def test_train_help_piped_into_head_ends_without_a_traceback():
 def test_an_experiment_name_that_a_shell_would_split_is_a_one_line_error(name, tmp_path, capsys):
     # the name becomes two directories of the job's path, which NeMo Run gives a shell unquoted:
     # 'my run' failed the local job after launch, 'run;x' ran `x/...` and ended in a traceback
-    parser = main_job.build_parser()
+    parser = arguments.build_parser()
     args = parser.parse_args(["--name", name, "--base-dir", str(tmp_path)])
     with pytest.raises(SystemExit) as stopped:
-        main_job.check_args(args, parser)
+        arguments.check_args(args, parser)
     assert stopped.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("python -m recipes: error: --name ") and repr(name) in err, err
 
 
 def test_an_ordinary_experiment_name_passes(tmp_path):
-    parser = main_job.build_parser()
-    main_job.check_args(parser.parse_args(["--name", "nightly-run_2.b", "--base-dir", str(tmp_path)]), parser)
+    parser = arguments.build_parser()
+    arguments.check_args(parser.parse_args(["--name", "nightly-run_2.b", "--base-dir", str(tmp_path)]), parser)
 
 
 def test_summary_piped_into_head_ends_with_status_0(tmp_path):
@@ -126,7 +126,7 @@ def test_summary_piped_into_head_ends_with_status_0(tmp_path):
 
 def test_how_to_open_names_real_files_never_a_placeholder_bash_would_read_as_a_redirection(tmp_path):
     nsys = tmp_path / "nsys_profile" / "profile_123.nsys-rep"
-    lines = main_job.how_to_open(_arts(traces={0: [tmp_path / "t"]}, nsys=[nsys]), tmp_path)
+    lines = after_job.how_to_open(_arts(traces={0: [tmp_path / "t"]}, nsys=[nsys]), tmp_path)
     commands = [line.strip() for line in lines if line.startswith("  ")]
     assert commands and not [c for c in commands if "<" in c or ">" in c], commands
     assert f"  nsys stats {nsys}    # tables in the terminal (nsys-ui {nsys}: the GUI)" in lines

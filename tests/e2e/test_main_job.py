@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bridge_plugins.jobdir.names import JOB_REPORT_NAME
-from recipes.__main__ import build_parser, check_args
+from recipes.arguments import build_parser, check_args
 from tests.support import has_cuda, run_job, system_path_without_nsys, trace_files, trace_steps
 
 pytestmark = pytest.mark.integration
@@ -301,7 +301,7 @@ def test_job_report_is_a_warning_when_it_cannot_be_written_and_absent_when_nothi
     import gzip
 
     from bridge_plugins.jobdir import names as artifact_names
-    from recipes.__main__ import summarize_job, write_html_report
+    from recipes.after_job import summarize_job, write_html_report
 
     assert summarize_job(tmp_path) is None, "no traces or snapshots: no summary, so no report"
     traces = tmp_path / artifact_names.TORCH_TRACE_DIR

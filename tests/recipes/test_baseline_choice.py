@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
-import recipes.__main__ as main_job
+from recipes import after_job, baseline
 
 
 def job(home: Path, experiment_id: str, finished: float) -> Path:
@@ -27,17 +27,17 @@ def test_the_baseline_is_the_previous_run_of_the_same_experiment(tmp_path):
     job(tmp_path, "other_experiment_2000", 2000)  # newer, but another experiment
     this = job(tmp_path, "tiny_gpt_profiling_3000", 3000)
     job(tmp_path, "tiny_gpt_profiling_4000", 4000)  # same experiment, but after this one
-    assert main_job.earlier_job(this) == before
+    assert baseline.earlier_job(this) == before
 
 
 def test_no_baseline_when_only_other_experiments_ran(tmp_path):
     job(tmp_path, "other_experiment_2000", 2000)
-    assert main_job.earlier_job(job(tmp_path, "tiny_gpt_profiling_3000", 3000)) is None
+    assert baseline.earlier_job(job(tmp_path, "tiny_gpt_profiling_3000", 3000)) is None
 
 
 def test_the_hint_names_the_experiment_and_the_run(tmp_path):
     before = job(tmp_path, "tiny_gpt_profiling_1000", 1000)
     this = job(tmp_path, "tiny_gpt_profiling_3000", 3000)
     arts = SimpleNamespace(traces={0: [this / "t"]}, memory={}, nsys=[])
-    line = next(x for x in main_job.how_to_open(arts, this, before) if "--baseline" in x)
+    line = next(x for x in after_job.how_to_open(arts, this, before) if "--baseline" in x)
     assert line.endswith("# against the previous run of tiny_gpt_profiling (tiny_gpt_profiling_1000)"), line

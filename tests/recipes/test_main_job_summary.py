@@ -20,14 +20,14 @@ def test_print_summary_reads_each_file_once_and_writes_the_report(tmp_path, monk
         shutil.copy(src, job / "torch_profile" / f"rank{rank}_steps551-552.pt.trace.json.gz")
     shutil.copy(ROOT / "tests" / "fixtures" / "memory_recipe_b8.pickle", job / "memory_snapshot_0.pickle")
 
-    summarize_mod = importlib.import_module("bridge_plugins.analysis.summarize")
+    chrome_mod = importlib.import_module("bridge_plugins.analysis.chrome")  # the Chrome-trace reader
     snapshot_mod = importlib.import_module("bridge_plugins.analysis.memory.snapshot")
     reads: list[str] = []
-    real_trace, real_snapshot = summarize_mod.collect_trace, snapshot_mod.load_snapshot
-    monkeypatch.setattr(summarize_mod, "collect_trace", lambda p, *a: reads.append(Path(p).name) or real_trace(p, *a))
+    real_trace, real_snapshot = chrome_mod.collect_trace, snapshot_mod.load_snapshot
+    monkeypatch.setattr(chrome_mod, "collect_trace", lambda p, *a: reads.append(Path(p).name) or real_trace(p, *a))
     monkeypatch.setattr(snapshot_mod, "load_snapshot", lambda p: reads.append(Path(p).name) or real_snapshot(p))
 
-    from recipes.__main__ import print_summary
+    from recipes.after_job import print_summary
 
     print_summary(argparse.Namespace(profiler="pytorch", memory_history=True), job, "cuda")
     out = capsys.readouterr().out

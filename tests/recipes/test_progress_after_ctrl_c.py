@@ -31,8 +31,8 @@ def test_the_agents_sigterm_lines_are_shown_only_when_the_main_job_did_not_send_
 
 
 def test_the_help_says_a_background_main_job_ignores_ctrl_c_and_how_to_stop_it():
-    import recipes.__main__ as main_job
+    from recipes import arguments
 
-    text = " ".join(main_job.build_parser().format_help().split())
+    text = " ".join(arguments.build_parser().format_help().split())
     assert "Started with `&` in a script, it ignores Ctrl-C" in text
     assert "stop it with `kill PID` (SIGTERM" in text

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-import recipes.__main__ as main_job
+from recipes import arguments
 
 ONE_WAY = "give distinct global ranks >= 0, comma-separated (e.g. 0,1), or 'all'"
 
 
 def error_of(capsys, *argv: str) -> str:
     with pytest.raises(SystemExit) as stop:
-        args = main_job.build_parser().parse_args(list(argv))
-        main_job.check_args(args, main_job.build_parser())
+        args = arguments.build_parser().parse_args(list(argv))
+        arguments.check_args(args, arguments.build_parser())
     assert stop.value.code == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1, lines
@@ -42,4 +42,4 @@ def test_every_ranks_error_is_worded_one_way(capsys, argv, why):
 
 @pytest.mark.parametrize("value,ranks", [("all", []), ("ALL", []), ("0,1", [0, 1]), ("[0, 1]", [0, 1]), ("1", [1])])
 def test_good_ranks_values(value, ranks):
-    assert main_job.build_parser().parse_args(["--ranks", value]).ranks == ranks
+    assert arguments.build_parser().parse_args(["--ranks", value]).ranks == ranks

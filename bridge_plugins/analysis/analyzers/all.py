@@ -19,8 +19,8 @@ from bridge_plugins.analysis.analyzers.launches import LaunchStats, launch_stats
 from bridge_plugins.analysis.analyzers.overlap import Overlap, overlap
 from bridge_plugins.analysis.analyzers.queue import QueueLength, queue_length
 from bridge_plugins.analysis.analyzers.step_detail import StepDetail, step_details
+from bridge_plugins.analysis.analyzers.step_timelines import StepTimeline, step_timelines
 from bridge_plugins.analysis.analyzers.syncs import SyncPoints, sync_points
-from bridge_plugins.analysis.analyzers.timeline import StepTimeline, step_timelines
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
@@ -76,7 +76,19 @@ def _analyze(d: Collected, g: GpuEvents, calls: CpuCalls) -> TraceAnalyses:
         steps = step_details(d, calls, None, intervals, syncs.per_step)
         timelines = step_timelines(d, None, calls, steps)
         note = NONE_KEPT.format(n=d.gpu_count, calls=calls.count) if d.gpu_count else NO_GPU
-        return TraceAnalyses(None, None, None, None, None, None, None, syncs, steps, timelines, note)
+        return TraceAnalyses(
+            overlap=None,
+            idle=None,
+            launches=None,
+            queue=None,
+            bandwidth=None,
+            kernels=None,
+            attribution=None,
+            syncs=syncs,
+            steps=steps,
+            timelines=timelines,
+            note=note,
+        )
     steps = step_details(d, calls, g, intervals, syncs.per_step)
     return TraceAnalyses(
         overlap=overlap(g),

@@ -15,8 +15,8 @@ import numpy as np
 
 from bridge_plugins.analysis.analyzers.stats import Distribution, describe
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_breakdown import MEMORY
 from bridge_plugins.analysis.trace.gpu_events import GpuEvents
+from bridge_plugins.analysis.trace.kernel_types import MEMORY
 
 
 @dataclass

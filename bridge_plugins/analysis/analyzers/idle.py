@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import GPU_OTHER
-from bridge_plugins.analysis.trace.gpu_breakdown import COMPUTATION
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
+from bridge_plugins.analysis.trace.kernel_types import COMPUTATION
 
 KERNEL_WAIT_US = 30.0  # HTA's consecutive_kernel_delay
 CATEGORIES = ("host_wait", "kernel_wait", "other")

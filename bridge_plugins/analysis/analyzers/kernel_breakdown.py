@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bridge_plugins.analysis.trace.gpu_breakdown import COMMUNICATION, COMPUTATION, MEMORY
 from bridge_plugins.analysis.trace.gpu_events import GpuEvents, union
+from bridge_plugins.analysis.trace.kernel_types import COMMUNICATION, COMPUTATION, MEMORY
 
-KINDS = (COMPUTATION, COMMUNICATION, MEMORY)  # bit 1, 2, 4, as HTA orders them
+OVERLAP_BITS = (COMPUTATION, COMMUNICATION, MEMORY)  # bit 1, 2, 4, as HTA orders them
 
 
 @dataclass
@@ -47,12 +47,12 @@ _CHUNK = 1 << 18  # bounds swept at a time
 
 
 def _label(bits: int) -> str:
-    return " overlapping ".join(k for i, k in enumerate(KINDS) if bits & (1 << i))
+    return " overlapping ".join(k for i, k in enumerate(OVERLAP_BITS) if bits & (1 << i))
 
 
 def by_type(g: GpuEvents) -> list[TypeTime]:
     bounds, deltas = [], []
-    for i, kind in enumerate(KINDS):
+    for i, kind in enumerate(OVERLAP_BITS):
         s, e = union(*g.spans(g.of_kind(kind)))
         bounds += [s, e]
         deltas += [np.full(len(s), 1 << i, dtype=np.int8), np.full(len(e), -(1 << i), dtype=np.int8)]

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bridge_plugins.analysis.trace.gpu_breakdown import COMMUNICATION, COMPUTATION
 from bridge_plugins.analysis.trace.gpu_events import GpuEvents, length, union
+from bridge_plugins.analysis.trace.kernel_types import COMMUNICATION, COMPUTATION
 
 
 @dataclass

@@ -7,12 +7,8 @@ is really the straggler's (see ``straggler``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "exposed_communication"
 MIN_SHARE = 0.10

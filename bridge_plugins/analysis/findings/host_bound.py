@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.findings.input_bound import explained_us
 from bridge_plugins.analysis.findings.model import Finding, finding, median, step_base, timeline_id
+from bridge_plugins.analysis.schema import TraceSummary
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a type only: the Summary's types load no analyzer (numpy); no cycle (tests/test_import_graph.py)
     from bridge_plugins.analysis.analyzers.idle import StreamIdle
-    from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "host_bound"
 MIN_IDLE_SHARE = 0.20

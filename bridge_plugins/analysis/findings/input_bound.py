@@ -8,12 +8,9 @@ longer claims it (:func:`explained_us`) and ``rank_findings`` ranks this first. 
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.findings.model import Finding, finding, median, step_base, timeline_id
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "input_bound"
 MIN_SHARE = 0.05

@@ -7,12 +7,8 @@ the host time blocked in ``cudaMemcpy`` per step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "memcpy"
 ADVICE = [

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import Finding, TraceSummary
+
+__all__ = ["Finding", "StepBase", "finding", "median", "severity", "step_base", "timeline_id"]
+__all__ += ["HIGH", "LOW", "MEDIUM"]
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
-
-
-@dataclass
-class Finding:
-    kind: str  # a stable name: docs/diagnose.md
-    severity: str  # high | medium | low, from share_of_step
-    title: str  # one line, in the user's terms
-    time_us_per_step: float  # estimate of the step time at stake
-    share_of_step: float | None  # that time over the median step (0..1); None without step times
-    evidence: dict  # the numbers behind it
-    advice: list[str]  # what to try, first the most likely to help
-    ranks: list[int] = field(default_factory=list)
-    timeline: str | None = None  # id of the report's timeline this is about
 
 
 def severity(share: float | None) -> str:
@@ -64,7 +52,17 @@ def finding(
 ) -> Finding:
     """A Finding with its severity from the share of the step."""
     share = base.share(per_step_us)
-    return Finding(kind, severity(share), title, per_step_us, share, evidence, advice, list(ranks or []), timeline)
+    return Finding(
+        kind=kind,
+        severity=severity(share),
+        title=title,
+        time_us_per_step=per_step_us,
+        share_of_step=share,
+        evidence=evidence,
+        advice=advice,
+        ranks=list(ranks or []),
+        timeline=timeline,
+    )
 
 
 def timeline_id(rank: int, which: str = "median") -> str:

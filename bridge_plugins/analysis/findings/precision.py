@@ -10,12 +10,8 @@ capability 8.0, which has no bf16) Tensor Cores run a GEMM at least twice as fas
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "fp32_gemm"
 MIN_FP32_SHARE = 0.5

@@ -4,8 +4,6 @@ its data also launches late, and what is left of host_bound after it shows on th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bridge_plugins.analysis.findings import (
     exposed_communication,
     host_bound,
@@ -18,9 +16,7 @@ from bridge_plugins.analysis.findings import (
     sync_point,
 )
 from bridge_plugins.analysis.findings.model import Finding
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary
+from bridge_plugins.analysis.schema import Summary
 
 PER_TRACE = (
     input_bound,

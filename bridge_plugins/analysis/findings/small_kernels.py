@@ -7,12 +7,8 @@ is the launch overhead not covered by GPU work: for those kernels, launch time m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "small_kernels"
 MIN_SHORTER = 0.5

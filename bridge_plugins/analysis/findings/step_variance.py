@@ -14,10 +14,10 @@ import statistics
 from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.findings.model import Finding, finding, step_base, timeline_id
+from bridge_plugins.analysis.schema import TraceSummary
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a type only: the Summary's types load no analyzer (numpy); no cycle (tests/test_import_graph.py)
     from bridge_plugins.analysis.analyzers.step_detail import StepDetail
-    from bridge_plugins.analysis.schema import TraceSummary
 
 KIND = "step_variance"
 MIN_STEPS = 3

@@ -1,4 +1,4 @@
-"""``straggler``: one rank holds the others back (summary's cross-rank table, stragglers.py).
+"""``straggler``: one rank holds the others back (summary's cross-rank table, cross_rank.py).
 
 Real for each rank the cross-rank analysis marks as a straggler (median step or computation more
 than 10 % above the median across ranks of the same steps). The time at stake is how far its
@@ -8,12 +8,8 @@ other rank waits that long in its next collective.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bridge_plugins.analysis.findings.model import Finding, StepBase, finding, timeline_id
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary
+from bridge_plugins.analysis.schema import Summary
 
 KIND = "straggler"
 ADVICE = [

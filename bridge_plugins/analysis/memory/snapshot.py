@@ -17,6 +17,7 @@ from bridge_plugins.analysis.memory.budget import OverBudget, memory_budget
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
 from bridge_plugins.analysis.memory.sites import site_of
 from bridge_plugins.analysis.memory.timeline import Allocation, DeviceReplay, replay
+from bridge_plugins.jobdir import names as artifact_names
 
 TIMELINE_POINTS = 600
 NO_SEGMENTS: dict[str, int | list[dict] | None] = {
@@ -180,8 +181,6 @@ def main_device(figures: dict) -> dict | None:
 def memory_entry(paths: Iterable[str | Path]) -> dict:
     """What ``analysis.summarize`` merges into its ``memory`` entry: ``{"files": [figures + "rank"],
     "problems": [{"file", "error"}]}``; a file that is not a snapshot is a problem, not a failure."""
-    from bridge_plugins.jobdir import names as artifact_names
-
     files, problems = [], []
     for path in paths:
         try:

@@ -16,13 +16,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.nsys.summary import summarize_export
+from bridge_plugins.analysis.schema import TraceAsRead
 from bridge_plugins.analysis.trace.reader import TraceError
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import TraceAsRead
 
 RAW_CAPTURE = (
     "a raw nsys capture (.qdstrm) that was never imported into a report (nsys's importer did not run); "

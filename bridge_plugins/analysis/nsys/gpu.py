@@ -1,7 +1,7 @@
 """An export's GPU time split and its kernel table, with the definitions used for PyTorch traces.
 
 Kernels get HolisticTraceAnalysis's kernel types from their demangled names
-(``gpu_breakdown.kernel_type``: NCCL kernels are communication); every row of the memcpy and
+(``kernel_types.kernel_type``: NCCL kernels are communication); every row of the memcpy and
 memset tables is memory. Unions of intervals come from one pass over every GPU activity ordered by
 start: a row adds ``end - max(start, latest end before it)`` when positive, per union, a block of
 rows at a time in numpy.
@@ -10,17 +10,14 @@ rows at a time in numpy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bridge_plugins.analysis.analyzers.overlap import Overlap
+from bridge_plugins.analysis.figures import GpuBreakdown, KernelRow
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, Export
 from bridge_plugins.analysis.nsys.stats import FETCH, MEMSET_NAME, copy_kind_name
-from bridge_plugins.analysis.trace.gpu_breakdown import COMMUNICATION, COMPUTATION, MEMORY, kernel_type
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import GpuBreakdown, KernelRow
+from bridge_plugins.analysis.trace.kernel_types import COMMUNICATION, COMPUTATION, MEMORY, kernel_type
 
 # the kind codes of the GPU activity view
 CODES = {COMPUTATION: 1, COMMUNICATION: 2, MEMORY: 4}

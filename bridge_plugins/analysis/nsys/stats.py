@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from bridge_plugins.analysis.figures import NsysStats, StatRow
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Export
 
 FETCH = 65536  # rows per fetchmany
@@ -38,31 +38,6 @@ MEMSET_NAME = "[CUDA memset]"
 # NVTX_EVENTS.eventType: push/pop and start/end ranges (registered-string and text variants), domain creation
 NVTX_RANGES = {59: "PushPop", 60: "StartEnd", 70: "PushPop", 71: "StartEnd"}
 NVTX_DOMAIN_CREATE = 75
-
-
-@dataclass
-class StatRow:
-    """One row of an ``nsys stats`` summary (nanoseconds)."""
-
-    name: str
-    count: int
-    total_ns: int
-    avg_ns: float
-    median_ns: float
-    min_ns: int
-    max_ns: int
-    std_ns: float  # sample standard deviation; 0 for a single instance, as nsys prints it
-    detail: str | None = None  # kernels: 'grid gx gy gz block bx by bz'; NVTX: the style
-
-
-@dataclass
-class NsysStats:
-    """What ``nsys stats --report gpukernsum,cudaapisum,gpumemtimesum,nvtxsum`` prints, row for row."""
-
-    gpu_kernels: list[StatRow]
-    cuda_api: list[StatRow]
-    memory_ops: list[StatRow]
-    nvtx_ranges: list[StatRow]
 
 
 def api_name(raw: str) -> str:
@@ -120,7 +95,20 @@ def _rows(
     figures: list[tuple], name_of: Callable[[Any], str], detail_of: Callable[[Any], str | None] = _no_detail
 ) -> list[StatRow]:
     """StatRows of ``_grouped``'s figure tuples, largest total first (ties by name)."""
-    rows = [StatRow(name_of(k), n, t, a, m, lo, hi, sd, detail_of(k)) for k, n, t, a, m, lo, hi, sd in figures]
+    rows = [
+        StatRow(
+            name=name_of(k),
+            count=n,
+            total_ns=t,
+            avg_ns=a,
+            median_ns=m,
+            min_ns=lo,
+            max_ns=hi,
+            std_ns=sd,
+            detail=detail_of(k),
+        )
+        for k, n, t, a, m, lo, hi, sd in figures
+    ]
     return sorted(rows, key=lambda r: (-r.total_ns, r.name))
 
 
@@ -196,4 +184,9 @@ def nvtx_stats(export: Export) -> list[StatRow]:
 
 
 def nsys_stats(export: Export) -> NsysStats:
-    return NsysStats(kernel_stats(export), api_stats(export), memory_stats(export), nvtx_stats(export))
+    return NsysStats(
+        gpu_kernels=kernel_stats(export),
+        cuda_api=api_stats(export),
+        memory_ops=memory_stats(export),
+        nvtx_ranges=nvtx_stats(export),
+    )

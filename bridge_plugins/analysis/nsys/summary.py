@@ -12,35 +12,21 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
+from bridge_plugins.analysis.figures import NsysReport, OpRow
 from bridge_plugins.analysis.nsys import copies, gpu, launches, steps
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Export, open_export, sql_errors
 from bridge_plugins.analysis.nsys.launches import calls_once
-from bridge_plugins.analysis.nsys.stats import NsysStats, api_name, nsys_stats
+from bridge_plugins.analysis.nsys.stats import api_name, nsys_stats
+from bridge_plugins.analysis.schema import TraceAsRead
 from bridge_plugins.analysis.trace.precision import gemm_precision
-from bridge_plugins.analysis.trace.steps import step_stats
+from bridge_plugins.analysis.trace.step_stats import step_stats
 from bridge_plugins.jobdir.scan import rank_from_name
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import OpRow, TraceAsRead
 
 FORMAT = "nsys-sqlite"
 BIG_BYTES = 100 * 1024 * 1024  # exports from this size on show their phases on a terminal
-
-
-@dataclass
-class NsysReport:
-    """What only an nsys report has: the nsys version that exported it, the ``nsys stats`` tables,
-    and CUPTI's synchronization records by type ({type: {count, total_us}}; {} without the table)."""
-
-    version: str | None
-    export_schema_version: str | None
-    stats: NsysStats
-    cupti_synchronizations: dict[str, dict[str, float]]
 
 
 NOTE = (
@@ -150,5 +136,10 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
         "precision": gemm_precision(gpu.device_header(export), top_kernels),
         "analyses": analyses,
         "format": FORMAT,
-        "nsys": NsysReport(export.version, export.schema_version, stats, steps.cupti_synchronizations(export)),
+        "nsys": NsysReport(
+            version=export.version,
+            export_schema_version=export.schema_version,
+            stats=stats,
+            cupti_synchronizations=steps.cupti_synchronizations(export),
+        ),
     }

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.analyzers.headlines import headlines
 from bridge_plugins.analysis.findings.evidence_text import evidence_lines
 from bridge_plugins.analysis.findings.model import HIGH, MEDIUM
 from bridge_plugins.analysis.report.parts import cell, fmt_ms, section
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary
+from bridge_plugins.analysis.schema import Summary
 
 _SEVERITY = {HIGH: "#c62828", MEDIUM: "#f58518"}
 

@@ -9,15 +9,12 @@ of the worst stragglers only. A page of 1,000 ranks stays a few hundred kB (a ro
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.report.parts import cell, fmt_ms, section, table
 from bridge_plugins.analysis.report.svg import FONT, WIDTH, Fmt
 from bridge_plugins.analysis.report.traces import rank_figure_cells, tops_section
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary
+from bridge_plugins.analysis.schema import Summary
 
 PALETTE = ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026", "#800026"]
 """Low to high (ColorBrewer YlOrRd): the darker, the slower or the idler."""

@@ -1,35 +1,31 @@
-"""``bridge-plugins report``: one self-contained HTML file that opens offline.
+"""``bridge-plugins report``'s page: one self-contained HTML file that opens offline, rendered from a
+summary (and a comparison) that page.build computed; nothing is read or computed here.
 
 Inline SVG drawn here and inline CSS; no script and no external resource, which a
 Content-Security-Policy in the page also enforces (``default-src 'none'``), so the file renders
-the same on an air-gapped login node, in a mail attachment or from a CI artifact. See
-report_svg for the charts and report_traces / report_memory / report_compare for the sections.
+the same on an air-gapped login node, in a mail attachment or from a CI artifact. The charts are
+svg.py's, the sections traces.py's, memory.py's and compare.py's.
 """
 
 from __future__ import annotations
 
 import datetime
 import statistics
-from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.memory.snapshot import main_device
-from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.report import heatmap
 from bridge_plugins.analysis.report.compare import compare_section
 from bridge_plugins.analysis.report.findings import findings_section, why_section
 from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
 from bridge_plugins.analysis.report.step_breakdown import step_breakdown_section
-from bridge_plugins.analysis.report.timeline import timelines_section
+from bridge_plugins.analysis.report.step_timelines import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
+from bridge_plugins.analysis.schema import Summary
 from bridge_plugins.jobdir.atomic_write import write_text_atomically
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
@@ -126,34 +122,3 @@ def write_report(html: str, out: str | Path, replace: bool = True) -> Path:
     """Write atomically (a reader never sees half a file; jobdir.atomic_write); returns the path. With
     ``replace=False`` an existing ``out`` is left alone: FileExistsError."""
     return write_text_atomically(Path(out), html, replace=replace, mode=0o644)
-
-
-def build(
-    paths: Sequence[str | Path],
-    baseline: Sequence[str | Path] | None = None,
-    top: int = 10,
-    workers: Workers | None = None,
-) -> tuple[str, list[dict]]:
-    """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
-    Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read.
-    ``workers`` (analysis.parallel.Workers) reads the traces in parallel."""
-    from bridge_plugins.analysis.compare import compare_runs
-    from bridge_plugins.analysis.memory.compare import compare_snapshot_figures
-    from bridge_plugins.analysis.summarize import summarize, with_top
-
-    everything = summarize(
-        paths, top=None, workers=workers
-    )  # every trace and snapshot is read once, also for the comparison
-    summary = with_top(everything, top)
-    comparison = memory_comparison = None
-    if baseline:
-        base = summarize(baseline, top=None, workers=workers)
-        comparison = compare_runs(base, everything, top=top)
-        base_mem = (base.get("memory") or {}).get("files") or []
-        new_mem = (summary.get("memory") or {}).get("files") or []
-        if base_mem and new_mem:
-            first = min(base_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
-            now = min(new_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
-            memory_comparison = compare_snapshot_figures(first, now)
-    skipped = summary["problems"] + ((comparison or {}).get("problems") or [])
-    return render(summary, comparison, memory_comparison), skipped

@@ -9,12 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from html import escape
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from bridge_plugins.analysis.report.svg import attr, clip
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.text.memory import fmt_bytes as _fmt_bytes
 
 T = TypeVar("T", float, float | None)
 
@@ -46,9 +45,7 @@ def fmt_pct(fraction: float | None) -> str:
 
 
 def fmt_bytes(n: float | None) -> str:
-    from bridge_plugins.analysis.text.memory import fmt_bytes as _fmt
-
-    return _fmt(n)
+    return _fmt_bytes(n)
 
 
 def cell(value: T, fmt: Callable[[T], str], cls: str = "num") -> str:

@@ -7,14 +7,10 @@ A CPU-only trace has no GPU parts, and its chart shows none.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bridge_plugins.analysis.report.parts import fmt_ms, rank_label, section
 from bridge_plugins.analysis.report.svg import stacked_hbars
+from bridge_plugins.analysis.schema import Summary
 from bridge_plugins.analysis.trace.step_breakdown import GPU_PARTS
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary
 
 MAX_RANKS = 16  # charts drawn; the rest are in summary --json
 PARTS = [  # (key, label, colour), in the plugin's priority order

@@ -4,14 +4,11 @@ breakdown, top operators and kernels, and the cross-rank straggler view."""
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.report.parts import COLOURS, cell, fmt_ms, fmt_pct, name_cell, rank_label, section, table
 from bridge_plugins.analysis.report.svg import deviation_bars, range_hbars, stacked_hbars
+from bridge_plugins.analysis.schema import Summary, TraceSummary
 from bridge_plugins.analysis.trace.gpu_breakdown import parts_us
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary, TraceSummary
 
 GPU_PARTS = [
     ("computation", "computation", COLOURS["computation"]),

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bridge_plugins.analysis.compare import GPU_KEYS
-from bridge_plugins.analysis.text.summary import ms, short
+from bridge_plugins.analysis.text.cells import ms, short
 
 
 def _delta(us: float | None) -> str:

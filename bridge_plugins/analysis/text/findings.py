@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
@@ -11,10 +9,8 @@ from rich.text import Text
 from bridge_plugins.analysis.analyzers.headlines import headlines
 from bridge_plugins.analysis.findings.evidence_text import evidence_lines
 from bridge_plugins.analysis.findings.model import HIGH, MEDIUM, Finding
-from bridge_plugins.analysis.text.summary import ms
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.text.cells import ms
 
 _STYLE = {HIGH: "bold red", MEDIUM: "yellow"}
 

@@ -8,16 +8,13 @@ rank). ``summary --json`` and ``report`` still hold every rank.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 
 from bridge_plugins.analysis import ranks_view
-from bridge_plugins.analysis.text.summary import ms, step_ranges
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary
+from bridge_plugins.analysis.schema import Summary
+from bridge_plugins.analysis.text.cells import ms, step_ranges
 
 STRAGGLER_ROWS = 8
 TOP_ROWS = 5

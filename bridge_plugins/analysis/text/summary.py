@@ -9,39 +9,19 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from bridge_plugins.analysis import ranks_view
+from bridge_plugins.analysis.schema import Summary, TraceSummary
+from bridge_plugins.analysis.text import many_ranks
+from bridge_plugins.analysis.text.cells import ms, pct, short, step_ranges
+from bridge_plugins.analysis.text.findings import analyses_table, findings_table
+from bridge_plugins.analysis.text.memory import brief
 from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
 from bridge_plugins.analysis.trace.step_breakdown import GPU_PARTS, ROLES, mean_breakdown
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary, TraceSummary
-
-NAME_WIDTH = 70
-
-
-def ms(us: float | None) -> str:
-    return "-" if us is None else f"{us / 1000:,.2f}"
-
-
-def pct(part: float | None, whole: float | None) -> str:
-    return "-" if part is None or not whole else f"{100 * part / whole:.1f} %"
-
-
-def short(name: str, width: int = NAME_WIDTH) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
-
-
-def step_ranges(steps: list[int]) -> str:
-    if not steps:
-        return "none"
-    if steps == list(range(steps[0], steps[-1] + 1)):
-        return f"{steps[0]}-{steps[-1]}" if len(steps) > 1 else str(steps[0])
-    return ",".join(map(str, steps))
 
 
 def _ranks_table(s: Summary) -> Table:
@@ -130,8 +110,6 @@ def breakdown_line(tr: TraceSummary) -> str | None:
 
 
 def _per_rank(s: Summary) -> list:
-    from bridge_plugins.analysis.text.findings import analyses_table, findings_table  # it imports this module
-
     out: list = []
     if s["traces"]:
         out.append(findings_table(s.get("findings", [])))
@@ -157,13 +135,8 @@ def _per_rank(s: Summary) -> list:
 
 
 def renderables(s: Summary) -> list:
-    from bridge_plugins.analysis import ranks_view
-    from bridge_plugins.analysis.text import many_ranks  # imports this module: not at the top
-
     out = many_ranks.renderables(s) if ranks_view.is_many(s) else _per_rank(s)
     if s["memory"]:
-        from bridge_plugins.analysis.text.memory import brief  # memory figures: the memory/report helper's module
-
         out.append(Text(brief(s["memory"]) or "Memory snapshots: " + ", ".join(s["memory"]["snapshots"])))
     return out
 

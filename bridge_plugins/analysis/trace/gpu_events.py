@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_breakdown import COMMUNICATION, COMPUTATION, MEMORY, OTHER
+from bridge_plugins.analysis.trace.kernel_types import COMMUNICATION, COMPUTATION, MEMORY, OTHER
 
 # CUDA/HIP runtime calls that put work on a stream (HTA's list, trace_symbol_table.py)
 LAUNCH_CALLS = frozenset(
@@ -35,8 +35,8 @@ LAUNCH_CALLS = frozenset(
 )
 
 
-KINDS = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)
-"""The kernel types (gpu_breakdown.kernel_type), in the order of the one-byte codes of ``GpuEvents.kind``."""
+KERNEL_TYPES = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)
+"""The kernel types (kernel_types.kernel_type), in the order of the one-byte codes of ``GpuEvents.kind``."""
 
 
 def _index_type(n: int) -> type[np.signedinteger]:
@@ -55,7 +55,7 @@ class GpuEvents:
     stream: np.ndarray  # code into ``streams`` (int8 or wider)
     streams: np.ndarray  # the distinct stream numbers, sorted (so codes sort as streams do)
     cat: np.ndarray  # GPU_KERNEL, GPU_MEMCPY... (int8)
-    kind: np.ndarray  # code into KINDS (int8)
+    kind: np.ndarray  # code into KERNEL_TYPES (int8)
     launch: np.ndarray  # index into CpuCalls of the call with the same correlation, -1 if none
 
     @property
@@ -71,11 +71,11 @@ class GpuEvents:
         return starts, ends
 
     def of_kind(self, kind: str) -> np.ndarray:
-        return self.kind == KINDS.index(kind)
+        return self.kind == KERNEL_TYPES.index(kind)
 
     def kind_names(self, codes: np.ndarray) -> list[str]:
         """The kernel type of each code of ``kind`` given."""
-        return [KINDS[k] for k in codes.tolist()]
+        return [KERNEL_TYPES[k] for k in codes.tolist()]
 
 
 @dataclass
@@ -104,7 +104,9 @@ def joined(d: Collected, keep: np.ndarray, types: list[str]) -> tuple[GpuEvents,
     index = index.astype(_index_type(len(keep)))
     dur = _take(cols, "gpu_dur", np.float64, index)
     name = _take(cols, "gpu_name", np.int32, index)
-    code_of_name = np.array([KINDS.index(t) for t in types] + [0], dtype=np.int8)  # one more: an empty list indexes
+    code_of_name = np.array(
+        [KERNEL_TYPES.index(t) for t in types] + [0], dtype=np.int8
+    )  # one more: an empty list indexes
     cat = _take(cols, "gpu_cat", np.int8, index)
     streams, stream = np.unique(_take(cols, "gpu_stream", np.int64, index), return_inverse=True)
     stream = stream.astype(np.int8 if len(streams) < 2**7 else np.int16 if len(streams) < 2**15 else np.int32)

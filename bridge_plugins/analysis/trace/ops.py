@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from bridge_plugins.analysis.figures import KernelRow, OpRow
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.nesting import (
     blocks_in_nesting_order,
@@ -20,9 +20,6 @@ from bridge_plugins.analysis.trace.nesting import (
     in_nesting_order,
     nesting_order,
 )
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import KernelRow, OpRow
 
 
 def _per_name(n_names: int, ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

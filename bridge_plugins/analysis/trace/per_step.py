@@ -7,16 +7,12 @@ step_breakdown (docs/analysis-schema.md, "Step breakdown")."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
+from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 from bridge_plugins.analysis.trace.step_breakdown import GpuRoles, step_splits
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 
 def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> list[dict]:

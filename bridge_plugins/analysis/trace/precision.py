@@ -8,10 +8,8 @@ capability 7.0 or more, from ``deviceProperties``. The rule and its limits: docs
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import GemmPrecision, KernelRow
+from bridge_plugins.analysis.figures import GemmPrecision, KernelRow
 
 GEMM_RE = re.compile(r"(?<!fb)gemm|conv|wgrad|dgrad|fprop", re.IGNORECASE)  # fbgemm_gpu is a library, not a GEMM
 HALF_RE = re.compile(r"h1688|h884|h16816|hgemm|hcudnn|f16|fp16|bf16|half|e4m3|e5m2|fp8|int8|i8816", re.IGNORECASE)

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, STEP_RE, Collected
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
+from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 """The plugin's priority order; what none of them covers is ``other``."""

@@ -8,15 +8,12 @@ script: hover tooltips are the browser's own. Each figure's id is the anchor fin
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
 
-from bridge_plugins.analysis.analyzers.timeline import MAX_DEPTH, Bar, Lane, StepTimeline
+from bridge_plugins.analysis.analyzers.step_timelines import MAX_DEPTH, Bar, Lane, StepTimeline
 from bridge_plugins.analysis.findings.model import timeline_id
 from bridge_plugins.analysis.report.parts import COLOURS, fmt_ms, section
 from bridge_plugins.analysis.report.svg import FONT, WIDTH, attr, clip, legend
-
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import Summary
+from bridge_plugins.analysis.schema import Summary
 
 LANE_LABEL_W = 150
 ROW = 15  # one nesting level / one GPU lane

@@ -1,4 +1,5 @@
-"""The main job's end-of-run text: steps captured, files per rank, top operators.
+"""The main job's end-of-run text: steps captured, files per rank, top operators (a front-door
+module: it reads the job directory through ``summarize``, then renders with text/).
 
 Used by the main job (``python -m recipes``) to tell the user what they got. Imports neither
 torch nor nemo_run: it only reads files.
@@ -10,8 +11,9 @@ from pathlib import Path
 
 from bridge_plugins.analysis.schema import Summary
 from bridge_plugins.analysis.summarize import summarize, with_top
+from bridge_plugins.analysis.text.cells import step_ranges
 from bridge_plugins.analysis.text.memory import fmt_bytes
-from bridge_plugins.analysis.text.summary import step_ranges, to_text
+from bridge_plugins.analysis.text.summary import to_text
 from bridge_plugins.jobdir.names import DEFAULT_SNAPSHOT_NAME
 from bridge_plugins.jobdir.scan import UNRECOGNISED_TRACE, Artifacts, NothingToRead, find_artifacts
 

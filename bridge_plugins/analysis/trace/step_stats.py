@@ -8,10 +8,8 @@ has no such spans; it is still summarized, without step times, and says so.
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from bridge_plugins.analysis.schema import StepStats
+from bridge_plugins.analysis.figures import StepStats
 
 NO_STEPS_NOTE = (
     "no ProfilerStep annotations (recorded without a torch.profiler schedule): no step times; "

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import TraceSummary
 
 THRESHOLD = 0.10
 

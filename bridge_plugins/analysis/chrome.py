@@ -1,0 +1,57 @@
+"""The Chrome-trace reader (PyTorch profiler / Kineto JSON, ``.json`` and ``.json.gz``): one
+trace's entry of the summary (schema.TraceAsRead), from one pass over its events (trace/split.py,
+trace/collect.py) and every analyzer over them. Its line in the format registry: formats.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge_plugins.analysis.analyzers.all import analyze
+from bridge_plugins.analysis.parallel import trace_jobs
+from bridge_plugins.analysis.schema import TraceAsRead
+from bridge_plugins.analysis.trace import gpu_breakdown, ops
+from bridge_plugins.analysis.trace.gpu_events import joined
+from bridge_plugins.analysis.trace.per_step import per_step
+from bridge_plugins.analysis.trace.precision import gemm_precision
+from bridge_plugins.analysis.trace.split import collect_trace
+from bridge_plugins.analysis.trace.step_breakdown import gpu_role_spans
+from bridge_plugins.analysis.trace.step_stats import step_stats
+from bridge_plugins.jobdir.scan import rank_from_name
+
+
+def _rank(header: dict, path: Path) -> tuple[int | None, str, int | None]:
+    """The trace's rank, where it came from, and the world size (None where not known)."""
+    info = header.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), (int, float)):
+        world = info.get("world_size")
+        return int(info["rank"]), "distributedInfo", int(world) if isinstance(world, (int, float)) else None
+    rank = rank_from_name(path)
+    return (rank, "file name", None) if rank is not None else (None, "none (numbered in input order)", None)
+
+
+def summarize_trace(path: Path) -> TraceAsRead:
+    """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
+    d = collect_trace(path, trace_jobs())
+    d.spill_rest()
+    rank, source, world = _rank(d.header, path)
+    types = gpu_breakdown.kernel_types(d)
+    keep = gpu_breakdown.kept_gpu_events(d)
+    kernels = ops.gpu_kernels(d, keep, types)  # from the collector's columns, in their order: the same sums
+    gpu_roles = gpu_role_spans(d)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
+    g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
+    del keep
+    return {
+        "file": str(path),
+        "rank": rank,
+        "rank_source": source,
+        "world_size": world,
+        "events": d.events,
+        "steps": step_stats(d.steps),
+        "per_step": per_step(d, g, calls, gpu_roles),
+        "gpu": gpu_breakdown.breakdown(g, d.gpu_count),
+        "top_cpu_ops": ops.cpu_ops(d),
+        "top_gpu_kernels": kernels,
+        "precision": gemm_precision(d.header, kernels),
+        "analyses": analyze(d, g, calls),
+    }

@@ -1,0 +1,42 @@
+"""``build(paths, baseline)``: the report page of a run (``bridge-plugins report``, the front
+door's ``build_report``): reads every trace and snapshot once through ``summarize``, compares with
+a baseline run (``compare_runs``, the memory comparison), then renders (report.html only renders).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from bridge_plugins.analysis.compare import compare_runs
+from bridge_plugins.analysis.memory.compare import compare_snapshot_figures
+from bridge_plugins.analysis.parallel import Workers
+from bridge_plugins.analysis.report.html import render
+from bridge_plugins.analysis.summarize import summarize, with_top
+
+
+def build(
+    paths: Sequence[str | Path],
+    baseline: Sequence[str | Path] | None = None,
+    top: int = 10,
+    workers: Workers | None = None,
+) -> tuple[str, list[dict]]:
+    """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
+    Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read.
+    ``workers`` (analysis.parallel.Workers) reads the traces in parallel."""
+    everything = summarize(
+        paths, top=None, workers=workers
+    )  # every trace and snapshot is read once, also for the comparison
+    summary = with_top(everything, top)
+    comparison = memory_comparison = None
+    if baseline:
+        base = summarize(baseline, top=None, workers=workers)
+        comparison = compare_runs(base, everything, top=top)
+        base_mem = (base.get("memory") or {}).get("files") or []
+        new_mem = (summary.get("memory") or {}).get("files") or []
+        if base_mem and new_mem:
+            first = min(base_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
+            now = min(new_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
+            memory_comparison = compare_snapshot_figures(first, now)
+    skipped = summary["problems"] + ((comparison or {}).get("problems") or [])
+    return render(summary, comparison, memory_comparison), skipped

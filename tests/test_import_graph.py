@@ -1,0 +1,85 @@
+"""No import cycle among the modules of ``bridge_plugins``, through any import (also inside a
+function or under ``TYPE_CHECKING``); a module of ours imported inside a function or under
+``TYPE_CHECKING`` only where ``FUNCTION_LEVEL`` or ``TYPE_ONLY`` says why: docs/architecture.md."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.import_graph import Import, cycles, imports
+from tests.support import clean_env
+
+ISSUE_32 = "issue 32 branch: the speed engineer splits this module and removes the import"
+FUNCTION_LEVEL = {
+    ("bridge_plugins.analysis.parallel", "bridge_plugins.analysis.ray_map"): ISSUE_32,
+    ("bridge_plugins.analysis.trace.collect", "bridge_plugins.analysis.trace.gpu_breakdown"): ISSUE_32,
+    ("bridge_plugins.runtime", "bridge_plugins.runtime.controller"): (
+        "the package's lazy name (its type under TYPE_CHECKING): importing bridge_plugins.runtime never imports torch"
+    ),
+}
+"""(importer, imported): why that import is inside a function."""
+LIGHT_TYPES = "a type only: the Summary's types and the findings load no analyzer (numpy) for the CLI's parser"
+TYPE_ONLY = {
+    ("bridge_plugins.analysis.schema", "bridge_plugins.analysis.analyzers.all"): LIGHT_TYPES,
+    ("bridge_plugins.analysis.findings.host_bound", "bridge_plugins.analysis.analyzers.idle"): LIGHT_TYPES,
+    ("bridge_plugins.analysis.findings.step_variance", "bridge_plugins.analysis.analyzers.step_detail"): LIGHT_TYPES,
+}
+"""(importer, imported): why that import is under ``TYPE_CHECKING`` (never to dodge a cycle: the
+cycle test counts these imports too)."""
+COMMAND_READERS = "a subcommand imports its readers when it runs: --help and trigger never import numpy"
+"""Why a module of ``bridge_plugins.cli`` may import analysis inside a function."""
+
+
+def _allowed(i: Import) -> bool:
+    if (i.importer, i.imported) in FUNCTION_LEVEL:
+        return True
+    return i.importer.startswith("bridge_plugins.cli.") and i.imported.startswith("bridge_plugins.analysis")
+
+
+def test_no_import_cycle() -> None:
+    edges: dict[str, set[str]] = {}
+    for i in imports():
+        if (i.importer, i.imported) not in FUNCTION_LEVEL or FUNCTION_LEVEL[(i.importer, i.imported)] != ISSUE_32:
+            edges.setdefault(i.importer, set()).add(i.imported)
+    assert cycles(edges) == []
+
+
+def test_no_function_level_import_of_our_modules() -> None:
+    found = [f"{i.importer}:{i.line} imports {i.imported}" for i in imports() if i.in_function and not _allowed(i)]
+    assert found == []
+
+
+def test_type_checking_imports_of_ours_only_where_named():
+    found = [
+        f"{i.importer}:{i.line} imports {i.imported}"
+        for i in imports()
+        if i.type_checking and (i.importer, i.imported) not in {**FUNCTION_LEVEL, **TYPE_ONLY}
+    ]
+    assert found == []
+
+
+def test_the_allow_list_names_imports_that_exist() -> None:
+    """An entry whose import is gone is removed, so the list stays short and true."""
+    present = {(i.importer, i.imported) for i in imports() if i.in_function or i.type_checking}
+    assert sorted((set(FUNCTION_LEVEL) | set(TYPE_ONLY)) - present) == []
+
+
+def test_the_graph_sees_every_kind_of_import() -> None:
+    """The walk itself: a cycle through a function-level and a TYPE_CHECKING import is found."""
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    kinds = {(i.in_function, i.type_checking) for i in imports() if i.importer == "bridge_plugins.cli.summary"}
+    assert (True, False) in kinds
+
+
+def test_the_cli_parser_loads_no_reader():
+    """What COMMAND_READERS says: ``--help`` (every subcommand's parser built) imports neither numpy,
+    rich nor the analysis, so the allowance is needed."""
+    code = (
+        "import sys, contextlib, io\nfrom bridge_plugins.cli import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()): main(['--help'])\n"
+        "print(sorted(m for m in ('numpy', 'rich', 'bridge_plugins.analysis.summarize') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
