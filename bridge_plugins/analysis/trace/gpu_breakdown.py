@@ -7,30 +7,16 @@ non-compute time and where we differ from HTA: docs/analysis-schema.md ("The GPU
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import Collected
+from bridge_plugins.analysis.trace.kernel_kind import COMMUNICATION, COMPUTATION, MEMORY, OTHER, kernel_type
 
 if TYPE_CHECKING:
     from bridge_plugins.analysis.schema import GpuBreakdown
     from bridge_plugins.analysis.trace.gpu_events import GpuEvents
-
-COMMUNICATION, MEMORY, COMPUTATION, OTHER = "communication", "memory", "computation", "other"
-_COMM_RE = re.compile(r"^nccl.*Kernel")
-_MEMORY_RE = re.compile(r"^Memcpy|^Memset|^dma")
-_NOT_COMPUTE_RE = re.compile(r"^nccl.*Kernel|.*Memcpy|^Memset|.*Sync")
-
-
-def kernel_type(name: str) -> str:
-    """HTA's kernel type of a GPU event name."""
-    if _COMM_RE.match(name):
-        return COMMUNICATION
-    if _MEMORY_RE.match(name):
-        return MEMORY
-    return OTHER if _NOT_COMPUTE_RE.match(name) else COMPUTATION
 
 
 def kernel_types(d: Collected) -> list[str]:
