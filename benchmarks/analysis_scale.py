@@ -19,7 +19,6 @@ Needs scripts/install_hta.sh. Run it with nice:
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import statistics
@@ -29,39 +28,14 @@ import threading
 import time
 from pathlib import Path
 
-SHARED = Path(os.environ.get("BRIDGE_SHARED") or Path(__file__).resolve().parents[2] / "shared")
-FIXTURE = SHARED / "fixtures" / "gpu-traces" / "job2_rank0.json.gz"
-STEPS_PER_COPY = 3
+from benchmarks.mix_traces import GPU_TRACES, build_many
+
+FIXTURE = GPU_TRACES / "job2_rank0.json.gz"
 
 
 def build(path: Path, target_mb: float) -> int:
-    """Write a trace of at least ``target_mb`` MB (uncompressed); returns its size in bytes."""
-    with gzip.open(FIXTURE) as fh:
-        trace = json.load(fh)
-    events = trace.pop("traceEvents")
-    timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
-    period = max(e["ts"] + e.get("dur", 0) for e in timed) - min(e["ts"] for e in timed) + 1000.0
-    max_corr = max(e.get("args", {}).get("correlation", 0) for e in events) + 1
-    header = json.dumps(trace)[:-1]
-    with open(path, "w") as f:
-        f.write(header + ', "traceEvents": [\n')
-        copy, first = 0, True
-        while f.tell() < target_mb * 1e6:
-            for e in events:
-                e = dict(e)
-                if "ts" in e:
-                    e["ts"] = e["ts"] + copy * period
-                args = e.get("args")
-                if isinstance(args, dict) and "correlation" in args:
-                    e["args"] = {**args, "correlation": args["correlation"] + copy * max_corr}
-                name = e.get("name", "")
-                if isinstance(name, str) and name.startswith("ProfilerStep#"):
-                    e["name"] = f"ProfilerStep#{int(name[13:]) + copy * STEPS_PER_COPY}"
-                f.write(("" if first else ",\n") + json.dumps(e))
-                first = False
-            copy += 1
-        f.write("\n]}\n")
-    return path.stat().st_size
+    """Write a trace of at least ``target_mb`` MB (uncompressed) of job2's mix; returns its size in bytes."""
+    return build_many(FIXTURE, {path: target_mb})[path]
 
 
 def run_ours(path: Path):

@@ -20,18 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from bridge_plugins.config.errors import BridgePluginsError
+from bridge_plugins.analysis.per_trace import WORKER_DIED, Done, PerTrace, call
+from bridge_plugins.analysis.per_trace import ClusterUnavailable as ClusterUnavailable  # where the CLI catches it
 
 if TYPE_CHECKING:  # the pool's modules are imported when a pool runs
     from concurrent.futures import Future, ProcessPoolExecutor
 
-RAY_TASK_RETRIES = 3
-"""How often Ray reruns a trace whose worker process died (Ray's ``max_retries``)."""
 POOL_RESTARTS = 2
 """How often a local pool is rebuilt after one of its processes died, before the unfinished files are skipped."""
-WORKER_DIED = "the process reading it died ({why}); retried {n} times"
-PerTrace = Callable[[Path], object]
-"""The per-trace unit that ``Workers.map`` runs on each path."""
 _TRACE_JOBS: ContextVar[int] = ContextVar("trace_jobs", default=1)
 FORKS = sys.platform == "linux"
 """Whether :func:`start_pool`'s workers are forked (and so share what was mapped before)."""
@@ -43,26 +39,12 @@ def trace_jobs() -> int:
     return _TRACE_JOBS.get()
 
 
-class ClusterUnavailable(BridgePluginsError):
-    """The Ray cluster asked for could not be reached: ``str(e)`` says which address and why."""
-
-
 def usable_cpus() -> int:
     """The CPUs this process may run on (its affinity mask, which a Slurm or container limit sets)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
-
-
-@dataclass(frozen=True)
-class Done:
-    """One trace's outcome: ``value`` (what the per-trace function returned) or ``error`` (one line)."""
-
-    path: Path
-    value: object = None
-    error: str | None = None
-    node: str | None = None  # where it was read (Ray: the node's address)
 
 
 class Progress:
@@ -141,14 +123,6 @@ def file_size(p: Path) -> int:
         return p.stat().st_size
     except OSError:
         return 0
-
-
-def call(fn: Callable[[Path], object], path: Path, catch: type[Exception]) -> Done:
-    """The per-trace unit as every backend runs it: the value, or the caught error as one line."""
-    try:
-        return Done(path, value=fn(path))
-    except catch as e:
-        return Done(path, error=str(e))
 
 
 def _serial(fn: PerTrace, paths: Sequence[Path], catch: type[Exception], jobs: int = 1) -> Iterator[tuple[int, Done]]:

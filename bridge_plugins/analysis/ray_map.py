@@ -18,7 +18,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 import bridge_plugins
-from bridge_plugins.analysis.parallel import RAY_TASK_RETRIES, WORKER_DIED, ClusterUnavailable, Done, call
+from bridge_plugins.analysis.per_trace import RAY_TASK_RETRIES, WORKER_DIED, ClusterUnavailable, Done, call
 
 CONNECT_TRIES = 3
 RETRY_PREFIX = "bridge-plugins: the Ray cluster at"

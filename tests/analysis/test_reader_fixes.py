@@ -119,10 +119,11 @@ def test_the_gzip_reader_is_closed_when_the_read_ends(tmp_path, jobs, cut, monke
     `report` hung there (threading's shutdown lock is not reentrant). It is closed when read."""
     from isal.igzip_threaded import _ThreadedGzipReader
 
-    from bridge_plugins.analysis.trace import split
+    from bridge_plugins.analysis.trace import split_plan
     from bridge_plugins.analysis.trace.split import collect_trace
 
-    monkeypatch.setattr(split, "MIN_SPLIT_BYTES", 0)  # jobs=2 splits this small file too
+    monkeypatch.setattr(split_plan, "MIN_SPLIT_BYTES", 0)  # jobs=2 splits this small file too
+    monkeypatch.setenv(split_plan.MODE_VARIABLE, "always")
     data = JOB2.read_bytes()
     path = tmp_path / "r.json.gz"
     path.write_bytes(data[: len(data) // 2] if cut else data)

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bridge_plugins.analysis.trace import chunked, collect, split
+from bridge_plugins.analysis.trace import collect, cutting, split, split_plan, split_worker
 from bridge_plugins.analysis.trace.collect import Args, Collector, Event
 from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.analysis.trace.split import collect_trace, merge
@@ -95,7 +95,7 @@ def _read_split_in_process(pieces: list[list], freeze: bool = True) -> Collector
     for piece in pieces:
         full = freeze and len(c._ids) >= collect.MAX_NAMES
         frozen = {name: i for i, name in enumerate(c.data.names[: len(c._ids)])} if full else None
-        kind, part = split.part_of(piece, frozen)
+        kind, part = split_worker.part_of(piece, frozen)
         if not (kind == "part" and merge(c, part) or kind == "frozen" and merge(c, *part)):
             c.on_records(piece)
             c.read_here += 1  # type: ignore[attr-defined]
@@ -162,7 +162,7 @@ def test_a_part_gathered_with_the_full_names_carries_only_its_shared_entries(mon
         one.on_records(piece)
     c = Collector()
     assert merge(c, _part(pieces[0]))
-    kind, (both, base) = split.part_of(pieces[1], frozen)
+    kind, (both, base) = split_worker.part_of(pieces[1], frozen)
     assert (kind, base) == ("frozen", 2)
     assert both.names == [
         "(other computation kernels): past 2 distinct names",
@@ -173,11 +173,11 @@ def test_a_part_gathered_with_the_full_names_carries_only_its_shared_entries(mon
     assert not merge(c, both, base)  # two new shared entries: read here, as read_split does
     assert state(c) == before
     c.on_records(pieces[1])
-    kind, (ops, base) = split.part_of(pieces[2], frozen)
+    kind, (ops, base) = split_worker.part_of(pieces[2], frozen)
     assert (kind, ops.names) == ("frozen", ["(other operators): past 2 distinct names"])
     assert ops.ops[(1, 1)][2].tolist() == [2, 0, 2]  # the part's own ids: its entry is 2 here
     assert merge(c, ops, base)
-    assert merge(c, *split.part_of(pieces[3], frozen)[1])  # both entries exist now
+    assert merge(c, *split_worker.part_of(pieces[3], frozen)[1])  # both entries exist now
     assert state(c) == state(one) and c.data.name_types == one.data.name_types
     assert c.data.ops[(1, 1)][2].tolist() == [0, 1, 1, 3, 3, 0, 3, 3]  # "(other operators)" is 3 here
 
@@ -216,8 +216,9 @@ def rereads(monkeypatch) -> list[Path]:
 @pytest.fixture
 def small_chunks(monkeypatch):
     """64 KB blocks: a test trace is many chunks, so the merge does the work (and is split, however small)."""
-    monkeypatch.setattr(chunked, "BLOCK_BYTES", 1 << 16)
-    monkeypatch.setattr(split, "MIN_SPLIT_BYTES", 0)
+    monkeypatch.setattr(cutting, "BLOCK_BYTES", 1 << 16)
+    monkeypatch.setattr(split_plan, "MIN_SPLIT_BYTES", 0)
+    monkeypatch.setenv(split_plan.MODE_VARIABLE, "always")  # whatever the machine's load
 
 
 def _outcome(path: Path, jobs: int) -> dict | str:
@@ -341,7 +342,7 @@ def test_past_the_name_cap_the_split_goes_on(
 
         monkeypatch.setattr(split.os, "fdopen", fdopen)
     elif names_file == "unreadable":
-        monkeypatch.setattr(split, "_frozen_ids", lambda path: (_ for _ in ()).throw(OSError(2, "gone")))
+        monkeypatch.setattr(split_worker, "_frozen_ids", lambda path: (_ for _ in ()).throw(OSError(2, "gone")))
     elif names_file == "too long":
         monkeypatch.setattr(split, "NAMES_FILE_MAX_CHARS", 100)  # job2's first 50 names are longer
     two = _outcome(JOB2, 2)
@@ -366,7 +367,8 @@ REAL_COLLECT_CHUNK = split.collect_chunk
 
 
 def test_a_worker_that_dies_leaves_the_rest_of_the_file_to_this_process(small_chunks, rereads, read_here, monkeypatch):
-    monkeypatch.setattr(split, "collect_chunk", _die_past_the_middle)  # the forked workers see it
+    monkeypatch.setattr(split, "collect_chunk", _die_past_the_middle)  # the forked workers see it: by the pipe
+    monkeypatch.setattr(split_worker, "collect_chunk", _die_past_the_middle)  # and through the slots
     two = _outcome(JOB2, 2)
     assert rereads == []
     assert read_here and min(read_here) <= 4_000_000 + (1 << 17) and max(read_here) > 9_000_000
@@ -374,7 +376,7 @@ def test_a_worker_that_dies_leaves_the_rest_of_the_file_to_this_process(small_ch
 
 
 def test_a_small_trace_is_read_in_one_process(rereads):
-    assert JOB2.stat().st_size < split.MIN_SPLIT_BYTES
+    assert JOB2.stat().st_size < split_plan.MIN_SPLIT_BYTES
     _outcome(JOB2, 2)
     assert rereads == [JOB2]
 
@@ -392,7 +394,7 @@ def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path):
             capture_output=True,
             text=True,
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": str(ROOT), split_plan.MODE_VARIABLE: "always"},
             timeout=300,
         )
         assert r.returncode == 0 and r.stderr == "", r.stderr

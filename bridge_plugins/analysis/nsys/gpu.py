@@ -46,10 +46,10 @@ def classify_kernels(export: Export) -> dict[int | str, str]:
     ids = [r[0] for r in export.conn.execute(f"SELECT DISTINCT demangledName FROM {KERNEL}")]
     names = export.names(ids)
     types = {i: kernel_type(names[i]) for i in ids}
-    export.conn.execute("CREATE TEMP TABLE IF NOT EXISTS kernel_kind(id PRIMARY KEY, code INTEGER)")
-    export.conn.execute("DELETE FROM temp.kernel_kind")
+    export.conn.execute("CREATE TEMP TABLE IF NOT EXISTS kernel_types(id PRIMARY KEY, code INTEGER)")
+    export.conn.execute("DELETE FROM temp.kernel_types")
     export.conn.executemany(
-        "INSERT INTO temp.kernel_kind VALUES (?, ?)", ((i, CODES.get(t, OTHER_CODE)) for i, t in types.items())
+        "INSERT INTO temp.kernel_types VALUES (?, ?)", ((i, CODES.get(t, OTHER_CODE)) for i, t in types.items())
     )
     return types
 
@@ -59,7 +59,7 @@ def activity_sql(export: Export) -> str | None:
     parts = []
     if export.has(KERNEL, "demangledName"):
         parts.append(
-            f"SELECT k.start, k.end, coalesce((SELECT code FROM temp.kernel_kind WHERE id = k.demangledName), 1) AS code "
+            f"SELECT k.start, k.end, coalesce((SELECT code FROM temp.kernel_types WHERE id = k.demangledName), 1) AS code "
             f"FROM {KERNEL} k"
         )
     parts += [f"SELECT start, end, {CODES[MEMORY]} FROM {t}" for t in (MEMCPY, MEMSET) if export.has(t)]

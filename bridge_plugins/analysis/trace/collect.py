@@ -10,21 +10,20 @@ to read them: docs/architecture.md; the bounds on names and threads: docs/limits
 from __future__ import annotations
 
 import re
-from array import array
-from collections.abc import Hashable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, Union
-
-import msgspec
-import numpy as np
+from collections.abc import Hashable
 
 from bridge_plugins.analysis.trace import categories as cats
-from bridge_plugins.analysis.trace.spill import SPILL_AT, Spill, ThreadColumns, blocks, columns
+from bridge_plugins.analysis.trace.collected import Collected as Collected
+from bridge_plugins.analysis.trace.kernel_types import kernel_type
+from bridge_plugins.analysis.trace.records import Args as Args
+from bridge_plugins.analysis.trace.records import Event as Event
+from bridge_plugins.analysis.trace.records import Record as Record
+from bridge_plugins.analysis.trace.records import Skipped as Skipped
+from bridge_plugins.analysis.trace.records import event_from_dict as event_from_dict
+from bridge_plugins.analysis.trace.spill import SPILL_AT, Spill, ThreadColumns
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _INT64_LIMIT = 2**63
-_NUMBER = (int, float)
-_NAN = float("nan")
 _GPU_SYNC_NAMES = frozenset(("Event Sync", "Context Sync"))  # device-side waits: HTA counts them as neither side
 MAX_NAMES = 100_000
 MAX_THREADS = 10_000
@@ -33,184 +32,6 @@ _OTHER_THREAD = ("(other threads)", "(other threads)")
 _UNSEEN = object()  # a pid, tid or category no event has
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
 _GPU_CATS = {c: k for k, names in enumerate((cats.KERNEL, cats.MEMCPY, cats.MEMSET)) for c in names}
-_NOT_A_STRING = "\0(a category that is not a string)"  # what a dict event's odd ``cat`` becomes: no known one
-
-
-class Args(msgspec.Struct, frozen=True, gc=False):
-    """The ``args`` fields the collector reads (the fast reader decodes only these). -1 and NaN: absent.
-    In the order Kineto writes them (msgspec finds a field faster where it expects it next)."""
-
-    stream: int = -1
-    correlation: int = -1
-    bytes: float = _NAN  # memcpy/memset
-    bandwidth: float = msgspec.field(default=_NAN, name="memory bandwidth (GB/s)")
-
-
-_NO_ARGS = Args()
-
-
-class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
-    """A complete event (``"ph": "X"``), with the fields the collector reads, in the types it reads
-    them (NaN: no number). The fast reader decodes them so (as :data:`Record`); a chunk with a value
-    of another type arrives as dicts (see :func:`event_from_dict`)."""
-
-    cat: str | None = None  # the fields in the order Kineto writes them, as in Args
-    name: str = ""
-    pid: int | str | None = None
-    tid: int | str | None = None
-    ts: float = _NAN
-    dur: float = _NAN
-    args: Args = _NO_ARGS
-
-
-class Skipped(msgspec.Struct, gc=False, tag_field="ph"):
-    """An event of another phase (flows, instants, metadata...): nothing of it is read, so msgspec
-    builds none of its fields (a third of a Kineto trace's events are flow arrows)."""
-
-
-_PHASES = "BEIiCbneSTpFstfPNODMVvRc()"  # the Chrome trace format's phases other than X
-_SKIPPED_TYPES = tuple(type(f"Skipped_{ph}", (Skipped,), {}, tag=ph) for ph in _PHASES)
-Record: Any = Union.__getitem__((Event, *_SKIPPED_TYPES))  # Union[Event, Skipped_B, ...], built at run time
-"""What the fast reader decodes each event as (``ph`` picks the type); an event with another
-``ph``, or none, sends its chunk to the dict path, which skips it."""
-_SKIPPED = Skipped()
-
-
-def _int(value: object, default: int = -1) -> int:
-    try:
-        return int(value)  # type: ignore[call-overload]  # anything JSON holds; what int() refuses is the default
-    except (TypeError, ValueError):
-        return default
-
-
-def _float_or_nan(value: object) -> float:
-    try:
-        return float(value) if type(value) in _NUMBER else _NAN  # type: ignore[arg-type]  # int or float
-    except OverflowError:
-        return _NAN
-
-
-def _hashable(value: object) -> Hashable:
-    """A pid/tid as a dict key: Kineto writes ints or strings; a list or object from a hand-edited
-    or foreign trace becomes its text rather than a TypeError."""
-    return value if value is None or isinstance(value, (int, float, str)) else str(value)
-
-
-def _int_or_none(value: object) -> int:
-    """A correlation or stream as an int: -1 when absent, what ``int()`` makes of a number or a
-    numeric string, else -1."""
-    return -1 if value is None else value if type(value) is int else _int(value)
-
-
-def event_from_dict(e: dict) -> Event | Skipped:
-    """A dict event as an :class:`Event` (or :class:`Skipped` when its ``ph`` is not X) with the values the collector reads: a time that is not a
-    number becomes NaN (the event is dropped), a name that is not a string its text, a
-    correlation or stream in a string that number, a category that is not a string one that
-    matches no known category."""
-    if e.get("ph") != "X":
-        return _SKIPPED
-    ts, dur = _float_or_nan(e.get("ts")), _float_or_nan(e.get("dur"))
-    cat = e.get("cat")
-    if cat is not None and type(cat) is not str:
-        cat = _NOT_A_STRING
-    name = e.get("name")
-    if type(name) is not str:
-        name = "" if name is None else str(name)
-    a, args = e.get("args"), _NO_ARGS
-    if type(a) is dict:
-        corr = _int_or_none(a.get("correlation"))
-        stream = _int_or_none(a.get("stream")) if corr >= 0 else -1
-        bw = a.get("memory bandwidth (GB/s)")
-        args = Args(stream, corr, _float_or_nan(a.get("bytes")), _float_or_nan(bw))
-    pid, tid = _hashable(e.get("pid")), _hashable(e.get("tid"))
-    return Event(cat, name, pid, tid, ts, dur, args)  # type: ignore[arg-type]
-
-
-@dataclass
-class Collected:
-    """What one trace holds, gathered by :class:`Collector`."""
-
-    header: dict = field(default_factory=dict)
-    events: int = 0
-    names: list[str] = field(default_factory=list)
-    steps: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> duration (us)
-    profiler_step_names: set[str] = field(default_factory=set)  # every name containing ProfilerStep (HTA's test)
-    last_profiler_step_end: float | None = None
-    gpu_count: int = 0  # GPU events collected: the gpu_* columns' length until take_gpu_columns()
-    gpu_ts: array = field(default_factory=lambda: array("d"))
-    gpu_dur: array = field(default_factory=lambda: array("d"))
-    gpu_name: array = field(default_factory=lambda: array("i"))
-    gpu_corr: array = field(default_factory=lambda: array("q"))
-    gpu_stream: array = field(default_factory=lambda: array("q"))
-    gpu_cat: array = field(default_factory=lambda: array("b"))  # GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER
-    # memcpy/memset only: index into the gpu arrays, bytes, bandwidth Kineto recorded (GB/s, NaN if absent)
-    mem_index: array = field(default_factory=lambda: array("q"))
-    mem_bytes: array = field(default_factory=lambda: array("d"))
-    mem_bw: array = field(default_factory=lambda: array("d"))
-    # CPU events with a correlation (launch calls): the columns' latest elements; whole: cpu_calls()
-    cpu_corr: array = field(default_factory=lambda: array("q"))
-    cpu_corr_ts: array = field(default_factory=lambda: array("d"))
-    cpu_corr_dur: array = field(default_factory=lambda: array("d"))
-    cpu_corr_name: array = field(default_factory=lambda: array("i"))
-    cpu_corr_thread: array = field(default_factory=lambda: array("i"))  # index into ``threads``
-    cpu_corr_spilled: Spill | None = None  # their earlier elements, moved to a temporary file
-    threads: list[tuple[Hashable, Hashable]] = field(
-        default_factory=list
-    )  # (pid, tid) of CPU threads, by first appearance
-    # per thread (pid, tid) -> (ts, dur, name id), spill-aware (table[key] gives whole columns):
-    ops: ThreadColumns = field(default_factory=ThreadColumns)  # CPU operators, for self time
-    py: ThreadColumns = field(default_factory=ThreadColumns)  # Python frames (traces recorded with_stack)
-    # record_function spans (``user_annotation``: ProfilerStep#N, Optimizer.step...)
-    annotations: ThreadColumns = field(default_factory=ThreadColumns)
-    runtime: ThreadColumns = field(default_factory=ThreadColumns)  # CUDA runtime and driver calls (step_breakdown)
-    step_ts: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> start (us)
-    name_types: dict[int, str] = field(default_factory=dict)  # kernel type of the shared entries past MAX_NAMES
-
-    def _cpu_tail(self) -> tuple[array, ...]:
-        return (self.cpu_corr, self.cpu_corr_ts, self.cpu_corr_dur, self.cpu_corr_name, self.cpu_corr_thread)
-
-    def cpu_calls(self) -> list[np.ndarray]:
-        """(correlation, ts, dur, name id, thread index) of every CPU-side event with a correlation, whole."""
-        return columns(self._cpu_tail(), self.cpu_corr_spilled)
-
-    def cpu_call_blocks(self, which: tuple[int, ...] | None = None) -> Iterator[list[np.ndarray]]:
-        """The columns of :meth:`cpu_calls` (all, or those at ``which``), a block at a time, in order:
-        a pass over millions of calls in a few MB."""
-        return blocks(self._cpu_tail(), self.cpu_corr_spilled, which)
-
-    def cpu_call_count(self) -> int:
-        return len(self.cpu_corr) + (self.cpu_corr_spilled.size if self.cpu_corr_spilled is not None else 0)
-
-    def spill_rest(self) -> None:
-        """Once read: the last elements of each column that spilled go to its file too, so that a big
-        trace's collected state is its GPU events and little else (passes read blocks anyway)."""
-        if self.cpu_corr_spilled is not None and len(self.cpu_corr):
-            self.cpu_corr_spilled.write(self._cpu_tail())
-        for table in (self.ops, self.py, self.annotations, self.runtime):
-            for key in table.spilled:
-                if len(table.tails[key][0]):
-                    table.spill(key)
-
-    def take_gpu_columns(self) -> dict[str, array]:
-        """The gpu_* columns by field name, left empty here (``gpu_count`` stays): for the one
-        reader that turns them into compact sorted columns, so that they are not held twice."""
-        names = ("gpu_ts", "gpu_dur", "gpu_name", "gpu_corr", "gpu_stream", "gpu_cat")
-        taken = {n: getattr(self, n) for n in names}
-        for n, a in taken.items():
-            setattr(self, n, array(a.typecode))
-        return taken
-
-    def thread_ops(self) -> Iterator[tuple[tuple, np.ndarray, np.ndarray, np.ndarray]]:
-        """((pid, tid), ts, dur, name id) of each thread's CPU operators, whole, one thread at a time."""
-        for key in self.ops:
-            ts, dur, ids = self.ops[key]
-            yield key, ts, dur, ids
-
-
-def _kernel_type(name: str) -> str:
-    from bridge_plugins.analysis.trace.gpu_breakdown import kernel_type  # that module imports this one
-
-    return kernel_type(name)
 
 
 class Collector:
@@ -407,7 +228,7 @@ class Collector:
 
     def _shared_id(self, name: str, gpu: bool) -> int:
         """The one entry that names past MAX_NAMES share: per kernel type for GPU events."""
-        return self._shared_entry(_kernel_type(name) if gpu else None)
+        return self._shared_entry(kernel_type(name) if gpu else None)
 
     def _shared_entry(self, kind: str | None) -> int:
         """The id of the entry shared past MAX_NAMES by kernel type ``kind`` (None: by operators),

@@ -1,9 +1,9 @@
-"""One trace on several cores: this process cuts the file into chunks (chunked.py), worker processes
-decode and collect each chunk, and their parts are merged here in file order, registering names and
+"""One trace on several cores: this process cuts the file into chunks (cutting.py), worker processes
+decode and collect each chunk (split_worker.py), and their parts are merged here in file order (merge.py), registering names and
 threads and spilling as one pass does, so every figure is byte-identical to one process's. Where
 a part cannot be merged exactly (past a cap, odd values, a dead worker) this process reads that
 chunk itself; only a cut inside a string rereads the file in one process (``read_split`` returns
-False). How and when: docs/scale.md ("One big trace on every core"), docs/architecture.md.
+False). Whether to split at all: split_plan.py. How and when: docs/scale.md ("One big trace on every core"), docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -12,27 +12,26 @@ import contextlib
 import mmap
 import os
 import tempfile
-from array import array
 from collections import deque
-from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import msgspec
-import numpy as np
 
 from bridge_plugins.analysis.parallel import FORKS, file_size, start_pool, terminate
-from bridge_plugins.analysis.trace import chunked, collect
+from bridge_plugins.analysis.trace import chunked, collect, split_plan, split_worker
 from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
+from bridge_plugins.analysis.trace.cutting import blocks, chunks
+from bridge_plugins.analysis.trace.header import header
+from bridge_plugins.analysis.trace.merge import TABLES as TABLES
+from bridge_plugins.analysis.trace.merge import merge
 from bridge_plugins.analysis.trace.reader import named_errors, read_trace
-from bridge_plugins.analysis.trace.spill import Spill
+from bridge_plugins.analysis.trace.split_worker import collect_chunk, collect_slot
 from bridge_plugins.jobdir.regular_file import open_regular
 
 if TYPE_CHECKING:  # imported when a pool runs: a one-process read never pays for them
     from concurrent.futures import Future, ProcessPoolExecutor
 
-MIN_SPLIT_BYTES = 2 << 20
-"""A smaller file (on disk) is read in one process: starting the workers would cost more than they save."""
 IN_FLIGHT_PER_WORKER = 3
 """Chunks (about 1 MB each) sent ahead per worker: enough to keep it busy while this process merges."""
 SLOT_BYTES = 4 << 20
@@ -41,210 +40,6 @@ size in memory mapped before the workers are forked, so theirs too: written once
 lies. A bigger chunk (a huge event) goes through the pool's pipe."""
 NAMES_FILE_MAX_CHARS = 8 << 20
 """Names longer than this in all are not given to the workers (each would hold a copy)."""
-_SLOTS: mmap.mmap | None = None  # the slots, in this process and (inherited) in the workers
-_GPU = ("gpu_name", "gpu_ts", "gpu_dur", "gpu_corr", "gpu_stream", "gpu_cat")
-TABLES = ("ops", "py", "annotations", "runtime")
-"""The collector's per-thread tables (``Collected`` fields), merged part by part."""
-_typed: Any = None  # the worker's decoder, built on its first chunk
-_frozen: tuple[str, dict[str, int]] | None = None  # the worker's copy of the names file it was last given
-
-
-def _frozen_ids(path: str) -> dict[str, int]:
-    """The reading process's names (name -> id) from the file it wrote once they reached MAX_NAMES."""
-    global _frozen
-    if _frozen is None or _frozen[0] != path:
-        with open(path, "rb") as fh:
-            names = msgspec.msgpack.decode(fh.read(), type=list[str])
-        _frozen = (path, {name: i for i, name in enumerate(names)})
-    return _frozen[1]
-
-
-def collect_chunk(chunk: bytes | memoryview, at: int, last: bool, names: str | None = None) -> tuple[str, Any]:
-    """The worker's unit: what :func:`part_of` makes of the chunk's records (with the reading
-    process's names from the file ``names``, once it has written one); ("here", None) when a value
-    of an unexpected type sends the chunk to the dict path, which this process takes itself, as one
-    pass would; ("cut", None) when the chunk must be cut again; ("error", one line)."""
-    global _typed
-    if _typed is None:
-        _typed = chunked.typed_decoder(Record)
-    try:
-        typed_ok, records = chunked.decode_chunk(chunk, _typed, at, last)
-    except chunked.Truncated:
-        return "cut", None
-    except chunked.Unreadable as e:
-        return "error", str(e)
-    if not typed_ok:
-        return "here", None
-    try:
-        frozen = None if names is None else _frozen_ids(names)
-    except (OSError, msgspec.DecodeError):  # gone or damaged: the part carries its names, as before
-        frozen = None
-    return part_of(records, frozen)
-
-
-def part_of(records: list, frozen: dict[str, int] | None = None) -> tuple[str, Any]:
-    """("part", what a fresh :class:`Collector` gathers from a chunk's records), or ("here", None)
-    for a chunk past a cap on its own, or with more events than SPILL_AT (a part holds no spill
-    file: it could not cross to the reading process).
-
-    ``frozen``: the reading process's names once they reached MAX_NAMES (no name is added after):
-    the chunk's events then get their final ids here, and a name not among them its shared entry,
-    as that process would give it. ("frozen", (the part, with only those shared entries in
-    ``names``, and the id the first of them has)): no name crosses the pipe or is hashed twice."""
-    c = Collector()
-    base = 0
-    if frozen is not None:
-        base = len(frozen)
-        c._ids = frozen  # full: the collector only reads it (Collector._id)
-        c.data.names = [""] * base  # stand-ins: the shared entries made here get ids from base on
-    c.on_records(records)
-    d = c.data
-    if frozen is not None:
-        d.names = d.names[base:]
-    elif len(d.names) >= collect.MAX_NAMES:
-        return "here", None
-    if len(d.threads) >= collect.MAX_THREADS or len(d.steps) >= collect.MAX_STEPS:
-        return "here", None
-    if d.cpu_corr_spilled is not None or d.ops.spilled or d.py.spilled or d.annotations.spilled or d.runtime.spilled:
-        return "here", None
-    return ("part", d) if frozen is None else ("frozen", (d, base))
-
-
-def collect_slot(offset: int, size: int, at: int, last: bool, names: str | None = None) -> tuple[str, Any]:
-    """:func:`collect_chunk` of the chunk in the shared slots at ``offset``."""
-    assert _SLOTS is not None  # mapped before this worker was forked
-    view = memoryview(_SLOTS)[offset : offset + size]
-    try:
-        return collect_chunk(view, at, last, names)
-    finally:
-        view.release()
-
-
-def _remap(ids: array, mapping: np.ndarray) -> bytes:
-    return mapping[np.frombuffer(ids, dtype=np.int32)].tobytes() if len(ids) else b""
-
-
-def _used(columns: list[array], n: int) -> np.ndarray:
-    """Which of the part's ``n`` local name ids appear in ``columns``."""
-    mask = np.zeros(n, dtype=bool)
-    for col in columns:
-        if len(col):
-            mask[np.frombuffer(col, dtype=np.int32)] = True
-    return mask
-
-
-def _name_maps(c: Collector, p: Collected) -> tuple[np.ndarray, np.ndarray] | None:
-    """The part's name ids as ``c``'s (for its GPU events, and for the rest), registering its new
-    names as the collector would; None (``c`` unchanged) where the order of events decides.
-
-    Past MAX_NAMES a name gets no id of its own but a shared entry: its kernel type's for a GPU
-    event, "(other operators)" for the rest, each made when first needed. Where the part would make
-    two or more of them, their ids depend on which event came first, which the part does not keep."""
-    ids, names = c._ids, p.names
-    known = np.array(list(map(ids.get, names, repeat(-1))), dtype=np.int64)
-    new = np.flatnonzero(known < 0)  # in the order the chunk met them
-    room = max(collect.MAX_NAMES - len(ids), 0)
-    below, past = new[:room], new[room:]
-    gpu_past = cpu_past = past
-    if len(past):
-        tables = [t[2] for table in TABLES for t in getattr(p, table).tails.values()]
-        gpu_past = past[_used([p.gpu_name], len(names))[past]]
-        cpu_past = past[_used([p.cpu_corr_name, *tables], len(names))[past]]
-        kinds: set[str | None] = {collect._kernel_type(names[i]) for i in gpu_past}
-        if len(cpu_past):
-            kinds.add(None)
-        if len(kinds - c._shared.keys()) > 1:
-            return None
-    for i in below:
-        known[i] = c._id(names[i], False)
-    gpu, cpu = known.copy(), known  # a past name's entry stays -1 where its kind has no event
-    for i in gpu_past:
-        gpu[i] = c._id(names[i], True)
-    if len(cpu_past):
-        cpu[cpu_past] = c._id(names[cpu_past[0]], False)  # the one "(other operators)" entry
-    return gpu.astype(np.int32), cpu.astype(np.int32)
-
-
-def _frozen_map(c: Collector, p: Collected, base: int) -> np.ndarray | None:
-    """The ids of a part gathered with ``c``'s first ``base`` names (:func:`part_of`) as ``c``'s:
-    its own ids below ``base``, and its shared entries (``p.names``) ``c``'s, made where needed;
-    None (``c`` unchanged) where two would be made: which comes first decides their ids."""
-    kinds = [p.name_types.get(base + k) for k in range(len(p.names))]  # a CPU entry has no type
-    assert len(c._ids) == base  # the names were full when written: none was added since
-    if len(set(kinds) - c._shared.keys()) > 1:
-        return None
-    mapping = np.arange(base + len(kinds), dtype=np.int32)
-    for k, kind in enumerate(kinds):
-        mapping[base + k] = c._shared_entry(kind)
-    return mapping
-
-
-def merge(c: Collector, p: Collected, frozen_base: int | None = None) -> bool:
-    """Add one chunk's part to ``c`` as if ``c`` had read the chunk; False (``c`` unchanged) where
-    that needs the order of the chunk's events, which the part does not keep: past the cap on
-    threads (they then share one entry, their events interleaved) or on steps, or past the cap on
-    names where the part needs two new shared entries (see :func:`_name_maps`). ``frozen_base``:
-    a part gathered with ``c``'s names (:func:`part_of`), the id of its first shared entry."""
-    d = c.data
-    new_threads = [t for t in p.threads if t not in c._threads]
-    new_steps = sum(1 for n in p.steps if n not in d.steps)
-    if len(c._threads) + len(new_threads) > collect.MAX_THREADS or len(d.steps) + new_steps > collect.MAX_STEPS:
-        return False
-    if frozen_base is None:
-        maps = _name_maps(c, p)
-    else:
-        one = _frozen_map(c, p, frozen_base)
-        maps = None if one is None else (one, one)
-    if maps is None:
-        return False
-    gpu_names, names = maps
-    for key in new_threads:
-        c._thread(key)
-    threads = np.array([c._threads[t] for t in p.threads], dtype=np.int32)
-    d.events += p.events
-    base = len(d.gpu_ts)
-    d.gpu_name.frombytes(_remap(p.gpu_name, gpu_names))
-    for field in _GPU[1:]:
-        getattr(d, field).extend(getattr(p, field))
-    d.gpu_count = len(d.gpu_ts)
-    if len(p.mem_index):
-        d.mem_index.frombytes((np.frombuffer(p.mem_index, dtype=np.int64) + base).tobytes())
-        d.mem_bytes.extend(p.mem_bytes)
-        d.mem_bw.extend(p.mem_bw)
-    if len(p.cpu_corr):
-        d.cpu_corr.extend(p.cpu_corr)
-        d.cpu_corr_ts.extend(p.cpu_corr_ts)
-        d.cpu_corr_dur.extend(p.cpu_corr_dur)
-        d.cpu_corr_name.frombytes(_remap(p.cpu_corr_name, names))
-        d.cpu_corr_thread.frombytes(_remap(p.cpu_corr_thread, threads))
-        tail = d._cpu_tail()
-        if len(tail[0]) >= collect.SPILL_AT:  # where the collector's flush spills: the same blocks
-            d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
-            d.cpu_corr_spilled.write(tail)
-    for table_name in TABLES:
-        table, local = getattr(d, table_name), getattr(p, table_name)
-        for key, (ts, dur, ids) in local.tails.items():
-            arrays = table.tail(key)
-            arrays[0].extend(ts)
-            arrays[1].extend(dur)
-            arrays[2].frombytes(_remap(ids, names))
-            if len(arrays[0]) >= collect.SPILL_AT:
-                table.spill(key)
-    _merge_steps(d, p)
-    return True
-
-
-def _merge_steps(d: Collected, p: Collected) -> None:
-    """The ProfilerStep figures, by the collector's rules (``_profiler_step``) applied to the part's."""
-    for name in p.profiler_step_names:
-        if len(d.profiler_step_names) < 2:  # only whether there are two matters
-            d.profiler_step_names.add(name)
-    end = p.last_profiler_step_end
-    if end is not None and (d.last_profiler_step_end is None or end > d.last_profiler_step_end):
-        d.last_profiler_step_end = end
-    for n, dur in p.steps.items():  # in the order the part first kept each step
-        if (len(d.steps) < collect.MAX_STEPS or n in d.steps) and dur >= d.steps.get(n, 0.0):
-            d.steps[n], d.step_ts[n] = dur, p.step_ts[n]
 
 
 class _Split:
@@ -359,12 +154,12 @@ def read_split(
     """Read ``fh`` into ``c`` with ``pool``, ``window`` chunks out at most (through ``slots``, if
     given: ``window`` x SLOT_BYTES mapped before the pool's workers were forked). False: read it
     again in one process (see the module doc). Raises what :func:`chunked.read_events` raises."""
-    header, rest, offset = chunked._header(chunked._blocks(fh))
-    c.on_header(header)
+    head, rest, offset = header(blocks(fh))
+    c.on_header(head)
     split = _Split(c, pool, window, slots)
     try:
         try:
-            for chunk, at, last in chunked._chunks(rest, offset, fh):
+            for chunk, at, last in chunks(rest, offset, fh):
                 if not split.add(chunk, at, last):
                     return False
         except Exception:
@@ -387,7 +182,8 @@ def collect_trace(path: Path, jobs: int = 1) -> Collected:
     (the same data as one). Raises TraceError as :func:`reader.read_trace` does."""
     path = Path(path)
     c = Collector()
-    if jobs > 1 and file_size(path) >= MIN_SPLIT_BYTES and _read_split(path, c, jobs):
+    workers = split_plan.plan(path, file_size(path), jobs)
+    if workers > 1 and _read_split(path, c, workers):
         return c.data
     read_trace(path, c.on_header, c.on_event, Record, c.on_records)  # on_header starts c afresh
     return c.data
@@ -395,10 +191,9 @@ def collect_trace(path: Path, jobs: int = 1) -> Collected:
 
 def _read_split(path: Path, c: Collector, jobs: int) -> bool:
     """:func:`read_split` of the file, with a pool of ``jobs`` and its slots made and undone here."""
-    global _SLOTS
     window = IN_FLIGHT_PER_WORKER * jobs
     slots = mmap.mmap(-1, window * SLOT_BYTES) if FORKS else None  # shared; pages only as written
-    _SLOTS = slots
+    split_worker.SLOTS = slots
     try:
         pool = start_pool(jobs)  # before the file opens: the gzip reader's thread is not forked
         try:
@@ -414,6 +209,6 @@ def _read_split(path: Path, c: Collector, jobs: int) -> bool:
         pool.shutdown(wait=True)
         return done
     finally:
-        _SLOTS = None
+        split_worker.SLOTS = None
         if slots is not None:
             slots.close()
