@@ -40,24 +40,24 @@ Row = tuple[str, float, int]
 
 
 def _ops(s: Summary) -> Iterator[Row]:
-    return ((r["name"], r["self_us"], r["calls"]) for t in s["traces"] for r in t["top_cpu_ops"])
+    return ((r.name, r.self_us, r.calls) for t in s["traces"] for r in t["top_cpu_ops"])
 
 
 def _kernels(s: Summary) -> Iterator[Row]:
-    return ((r["name"], r["total_us"], r["calls"]) for t in s["traces"] for r in t["top_gpu_kernels"])
+    return ((r.name, r.total_us, r.calls) for t in s["traces"] for r in t["top_gpu_kernels"])
 
 
 def _run_figures(s: Summary, per_step: bool) -> dict[str, Any]:
     traces = s["traces"]
-    medians = [t["steps"]["median_us"] for t in traces if t["steps"]["median_us"] is not None]
+    medians = [t["steps"].median_us for t in traces if t["steps"].median_us is not None]
     gpus = [t["gpu"] for t in traces if t["gpu"]]
-    rank_steps = sum(t["steps"]["count"] for t in traces)
+    rank_steps = sum(t["steps"].count for t in traces)
     return {
         "inputs": s["inputs"],
         "traces": len(traces),
         "rank_steps": rank_steps,
         "step_median_us": statistics.median(medians) if medians else None,
-        "gpu": {k: statistics.fmean(g[k] for g in gpus) for k in GPU_KEYS} if gpus else None,
+        "gpu": {k: statistics.fmean(getattr(g, k) for g in gpus) for k in GPU_KEYS} if gpus else None,
         "_divisor": (rank_steps if per_step else len(traces)) or 1,
     }
 
@@ -108,7 +108,7 @@ def compare(
 def compare_runs(base: Summary, new: Summary, top: int | None = 10) -> dict[str, Any]:
     """The comparison dict of two summaries made with ``top=None`` (every op and kernel), for a
     caller that has them already (the HTML report): each trace is read once."""
-    per_step = all(t["steps"]["count"] for t in base["traces"] + new["traces"])
+    per_step = all(t["steps"].count for t in base["traces"] + new["traces"])
     fb, fn = _run_figures(base, per_step), _run_figures(new, per_step)
     bd, nd = fb.pop("_divisor"), fn.pop("_divisor")
     ops_worse, ops_better = _deltas(_ops(base), _ops(new), bd, nd, top)

@@ -111,15 +111,15 @@ def spread(label: str, by_rank: list[tuple[int, float | None]]) -> Spread | None
 
 def _shares(g: GpuBreakdown | None) -> dict[str, float] | None:
     """Each GPU part's share of the span; None without GPU time."""
-    if not g or not g["span_us"]:
+    if not g or not g.span_us:
         return None
-    return {part: us / g["span_us"] for part, us in parts_us(g).items()}
+    return {part: us / g.span_us for part, us in parts_us(g).items()}
 
 
 def spreads(summary: Summary) -> list[Spread]:
     """Median step time, and each GPU share of the span, across the traces."""
     traces = summary["traces"]
-    out = [spread("median step time (us)", [(t["rank"], t["steps"]["median_us"]) for t in traces])]
+    out = [spread("median step time (us)", [(t["rank"], t["steps"].median_us) for t in traces])]
     shares = [(t["rank"], _shares(t["gpu"])) for t in traces]
     for part in PARTS:
         out.append(spread(f"GPU {part} share", [(rank, share[part] if share else None) for rank, share in shares]))

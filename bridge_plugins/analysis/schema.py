@@ -1,7 +1,8 @@
 """The summary's types: what ``summarize`` returns and every renderer (terminal, JSON, HTML) reads.
 
-The version-1 parts are TypedDicts (plain dicts at run time, checked by the type checker: figures.py);
-the analyses (analyzers/) and the findings (``Finding``, here: the rules in findings/ build it) are dataclasses. docs/analysis-schema.md describes them.
+A trace's entry and the Summary are TypedDicts (their keys are the version-1 JSON); every figure in
+them is a dataclass built by keyword: the version-1 parts (figures.py), the analyses (analyzers/) and
+the findings (``Finding``, here: the rules in findings/ build it). docs/analysis-schema.md describes them.
 """
 
 from __future__ import annotations

@@ -21,6 +21,6 @@ def real_trace() -> dict:
 def trace(**analyses) -> dict:  # type: ignore[no-untyped-def]
     """The real trace with one step of MEDIAN_US and the given analyses replaced."""
     t = copy.deepcopy(real_trace())
-    t["steps"] = {**t["steps"], "count": 1, "median_us": MEDIAN_US}
+    t["steps"] = dataclasses.replace(t["steps"], count=1, median_us=MEDIAN_US)
     t["analyses"] = dataclasses.replace(t["analyses"], **analyses)
     return t

@@ -25,7 +25,7 @@ def test_on_a_gpu_trace_the_input_wait_comes_out_of_the_idle_and_the_host_wait()
     real = real_trace()
     stream = dataclasses.replace(real["analyses"].idle.streams[0], idle_us=1000.0, host_wait_us=800.0)
     t = trace(idle=dataclasses.replace(real["analyses"].idle, streams=[stream]))
-    t["gpu"] = {**t["gpu"], "span_us": 1000.0, "idle_us": 500.0}
+    t["gpu"] = dataclasses.replace(t["gpu"], span_us=1000.0, idle_us=500.0)
     t["per_step"] = [{"step": 1, "input_wait_us": 100.0}]
     (f,) = host_bound.check(t)
     # idle 500 - 100 of input wait = 400; host wait 0.8 * 500 - 100 = 300, i.e. 75 % of that idle

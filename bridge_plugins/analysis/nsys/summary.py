@@ -10,6 +10,7 @@ Figures that need PyTorch's operators or per-stream idle attribution are None, a
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import sys
 from pathlib import Path
@@ -46,8 +47,8 @@ def api_rows(export: Export) -> list[OpRow]:
         row = rows.setdefault(api_name(names[name_id]), [0.0, 0])
         row[0] += total / 1e3
         row[1] += n
-    out: list[OpRow] = [{"name": n, "self_us": t, "total_us": t, "calls": int(c)} for n, (t, c) in rows.items()]
-    return sorted(out, key=lambda r: (-r["self_us"], r["name"]))
+    out = [OpRow(name=n, self_us=t, total_us=t, calls=int(c)) for n, (t, c) in rows.items()]
+    return sorted(out, key=lambda r: (-r.self_us, r.name))
 
 
 def _rank(path: Path, export: Export) -> tuple[int | None, str]:
@@ -121,7 +122,7 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
     rank, source = _rank(shown, export)
     step_figures = step_stats({n: (e - s) / 1e3 for n, (s, e) in found.items()})
     if not found:
-        step_figures["note"] = steps.NO_NVTX_STEPS
+        step_figures = dataclasses.replace(step_figures, note=steps.NO_NVTX_STEPS)
     return {
         "file": str(shown),
         "rank": rank,
