@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
 from bridge_plugins.analysis.figures import GemmPrecision, GpuBreakdown, KernelRow, NsysReport, OpRow, StepStats
+from bridge_plugins.analysis.memory.results import MemoryEntry
 
 if TYPE_CHECKING:  # a type only: the Summary's types load no analyzer (numpy); no cycle (tests/test_import_graph.py)
     from bridge_plugins.analysis.analyzers.all import TraceAnalyses
@@ -82,5 +83,5 @@ class Summary(TypedDict):
     findings: list[Finding]
     traces: list[TraceSummary]
     cross_rank: list[dict]  # stragglers.cross_rank
-    memory: dict | None  # memory.snapshot.memory_entry, merged
+    memory: MemoryEntry | None  # the snapshots given and their figures (memory.results)
     problems: list[dict[str, str]]

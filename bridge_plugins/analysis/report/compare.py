@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
+from bridge_plugins.analysis.memory.results import SnapshotComparison
 from bridge_plugins.analysis.report.memory import memory_compare_block
 from bridge_plugins.analysis.report.parts import card, cell, fmt_ms, fmt_ms_signed, name_cell, section, table
 from bridge_plugins.analysis.report.svg import stacked_hbars
@@ -25,7 +26,7 @@ def _changes(table_id: str, title: str, rows: list, unit: str) -> str:
     )
 
 
-def compare_section(c: dict, memory_cmp: dict | None) -> str:
+def compare_section(c: dict, memory_cmp: SnapshotComparison | None) -> str:
     base, new = c["base"], c["new"]
     pct = f"{c['step_delta_pct']:+.1f} %" if c["step_delta_pct"] is not None else ""
     delta = c["step_delta_us"]

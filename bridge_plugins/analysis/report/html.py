@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 
 from bridge_plugins.analysis import ranks_view
+from bridge_plugins.analysis.memory.results import SnapshotComparison
 from bridge_plugins.analysis.memory.snapshot import main_device
 from bridge_plugins.analysis.report import heatmap
 from bridge_plugins.analysis.report.compare import compare_section
@@ -72,14 +73,16 @@ def _overview(s: Summary) -> str:
         "see Stragglers",
         cls="alert" if stragglers else "",
     )
-    devices = [main_device(f) for f in ((s.get("memory") or {}).get("files") or [])]
-    peaks = [d["peak_allocated"] for d in devices if d]
+    devices = [main_device(f) for f in (s["memory"].files if s["memory"] else [])]
+    peaks = [d.peak_allocated for d in devices if d]
     if peaks:
         cards += card("peak memory", fmt_bytes(max(peaks)), "allocated, highest snapshot")
     return f'<div class="cards" id="overview">{cards}</div>'
 
 
-def render(summary: Summary, comparison: dict | None = None, memory_comparison: dict | None = None) -> str:
+def render(
+    summary: Summary, comparison: dict | None = None, memory_comparison: SnapshotComparison | None = None
+) -> str:
     """The page for a summary dict (``analysis.summarize``) and optional comparisons."""
     problems = summary["problems"] + ((comparison or {}).get("problems") or [])
     problems_html = ""

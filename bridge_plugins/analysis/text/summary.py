@@ -137,7 +137,7 @@ def _per_rank(s: Summary) -> list:
 def renderables(s: Summary) -> list:
     out = many_ranks.renderables(s) if ranks_view.is_many(s) else _per_rank(s)
     if s["memory"]:
-        out.append(Text(brief(s["memory"]) or "Memory snapshots: " + ", ".join(s["memory"]["snapshots"])))
+        out.append(Text(brief(s["memory"]) or "Memory snapshots: " + ", ".join(s["memory"].snapshots)))
     return out
 
 
