@@ -58,7 +58,7 @@ class KernelRow:
 
 @dataclass(frozen=True, kw_only=True)
 class GemmPrecision:
-    """GEMM/convolution kernel time by precision, and whether the GPU has Tensor Cores (analyzers/precision.py)."""
+    """GEMM/convolution kernel time by precision, and whether the GPU has Tensor Cores (analyzers/gemm_precision.py)."""
 
     device: str | None  # the GPU's name from deviceProperties
     compute_capability: float | None  # e.g. 8.0; None without deviceProperties

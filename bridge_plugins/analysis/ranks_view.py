@@ -13,8 +13,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from bridge_plugins.analysis.analyzers.gpu_breakdown import PARTS, parts_us
 from bridge_plugins.analysis.schema import GpuBreakdown, Summary, TraceSummary
-from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
 
 MANY_RANKS = 32
 """From this many traces on, summary and report show the many-ranks view."""

@@ -55,7 +55,7 @@ class _TraceFigures(_OtherFormat):
     top_gpu_kernels: list[KernelRow]
     analyses: TraceAnalyses
     per_step: list[dict]  # per ProfilerStep: step time and GPU idle share (the many-ranks heatmaps)
-    precision: GemmPrecision | None  # GEMM/convolution kernel time by precision (trace/precision.py)
+    precision: GemmPrecision | None  # GEMM/convolution kernel time by precision (analyzers/gemm_precision.py)
 
 
 class TraceAsRead(_TraceFigures):

@@ -135,7 +135,7 @@ def test_a_kernel_launched_exactly_when_the_last_step_ends_is_kept(tmp_path):
 
 
 def test_parts_us_gives_each_part_its_own_field():
-    from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
+    from bridge_plugins.analysis.analyzers.gpu_breakdown import PARTS, parts_us
 
     g = GpuBreakdown(
         span_us=10.0,
@@ -168,7 +168,7 @@ def test_kernels_past_the_name_limit_keep_their_type(tmp_path, monkeypatch):
 def test_only_the_names_of_gpu_events_are_classified(tmp_path, monkeypatch):
     """A trace of 10^6 distinct operator names spent a tenth of its time classifying every name as
     a kernel (issue 19): only names that GPU events carry get a type, and theirs is HTA's."""
-    from bridge_plugins.analysis.trace import gpu_breakdown
+    from bridge_plugins.analysis.analyzers import gpu_breakdown
 
     classified: list[str] = []
     real = gpu_breakdown.kernel_type
@@ -197,7 +197,7 @@ def test_union_length_of_intervals_in_any_order(pairs):
     equal starts and touching intervals included, against a count of the covered microseconds."""
     import numpy as np
 
-    from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
+    from bridge_plugins.analysis.analyzers.gpu_breakdown import _union_length
 
     starts = np.array([float(s) for s, _ in pairs])
     ends = np.array([float(s + d) for s, d in pairs])
@@ -209,14 +209,14 @@ def test_union_length_unsorted_fixed_cases():
     interval that covers a later, earlier-starting one."""
     import numpy as np
 
-    from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
+    from bridge_plugins.analysis.analyzers.gpu_breakdown import _union_length
 
     assert _union_length(np.array([0.0, 5.0, 3.0]), np.array([1.0, 6.0, 4.0])) == 3.0
     assert _union_length(np.array([10.0, 0.0, 12.0]), np.array([20.0, 2.0, 13.0])) == 12.0
 
 
 def test_steps_without_gpu_events_have_no_breakdown_and_classify_nothing(tmp_path, monkeypatch):
-    from bridge_plugins.analysis.trace import gpu_breakdown
+    from bridge_plugins.analysis.analyzers import gpu_breakdown
 
     classified: list[str] = []
     real = gpu_breakdown.kernel_type

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
+from bridge_plugins.analysis.analyzers.step_breakdown import ROLES
 from bridge_plugins.analysis.report.html import render
 from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.text.summary import breakdown_line
-from bridge_plugins.analysis.trace.step_breakdown import ROLES
 from tests.analysis.gpu_traces import FIXTURES
 
 PUBLIC = sorted((FIXTURES.parent / "public-traces").glob("*.json.gz"))

@@ -1,6 +1,6 @@
 """``fp32_gemm``: most GEMM and convolution time runs in fp32 on a GPU with Tensor Cores.
 
-Real when the trace's GPU has Tensor Cores (trace/precision.py: NVIDIA, compute capability >= 7.0),
+Real when the trace's GPU has Tensor Cores (analyzers/gemm_precision.py: NVIDIA, compute capability >= 7.0),
 at least ``MIN_FP32_SHARE`` of the GEMM/convolution kernel time whose precision the names tell is
 fp32 (TF32 included), and that fp32 time is at least ``MIN_STEP_SHARE`` of the median step. The
 time at stake is half the fp32 time per step: an estimate, since bf16 (fp16 before compute

@@ -154,7 +154,7 @@ def kernel_rows(export: Export, types: dict) -> list[KernelRow]:
 
 def device_header(export: Export) -> dict:
     """``TARGET_INFO_GPU`` as a Chrome trace's ``deviceProperties`` (name, compute capability), for
-    trace.precision; empty where the export has no such table."""
+    analyzers.gemm_precision; empty where the export has no such table."""
     if not export.has("TARGET_INFO_GPU", "name", "computeMajor", "computeMinor"):
         return {}
     sql = "SELECT name, computeMajor, computeMinor FROM TARGET_INFO_GPU"

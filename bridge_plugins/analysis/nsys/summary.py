@@ -16,14 +16,14 @@ import sys
 from pathlib import Path
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
+from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
+from bridge_plugins.analysis.analyzers.step_stats import step_stats
 from bridge_plugins.analysis.figures import NsysReport, OpRow
 from bridge_plugins.analysis.nsys import copies, gpu, launches, steps
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Export, open_export, sql_errors
 from bridge_plugins.analysis.nsys.launches import calls_once
 from bridge_plugins.analysis.nsys.stats import api_name, nsys_stats
 from bridge_plugins.analysis.schema import TraceAsRead
-from bridge_plugins.analysis.trace.precision import gemm_precision
-from bridge_plugins.analysis.trace.step_stats import step_stats
 from bridge_plugins.jobdir.scan import rank_from_name
 
 FORMAT = "nsys-sqlite"

@@ -1,16 +1,16 @@
 """The report's "Where each step goes" section: a stacked bar per step, per rank.
 
-The parts are ``per_step[i].breakdown`` (trace/step_breakdown.py: torch-tb-profiler's overview
+The parts are ``per_step[i].breakdown`` (analyzers/step_breakdown.py: torch-tb-profiler's overview
 split), drawn with the report's one stacked-bar chart, so every segment carries its exact figure.
 A CPU-only trace has no GPU parts, and its chart shows none.
 """
 
 from __future__ import annotations
 
+from bridge_plugins.analysis.analyzers.step_breakdown import GPU_PARTS
 from bridge_plugins.analysis.report.parts import fmt_ms, rank_label, section
 from bridge_plugins.analysis.report.svg import stacked_hbars
 from bridge_plugins.analysis.schema import Summary
-from bridge_plugins.analysis.trace.step_breakdown import GPU_PARTS
 
 MAX_RANKS = 16  # charts drawn; the rest are in summary --json
 PARTS = [  # (key, label, colour), in the plugin's priority order

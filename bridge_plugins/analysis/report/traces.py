@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from html import escape
 
+from bridge_plugins.analysis.analyzers.gpu_breakdown import parts_us
 from bridge_plugins.analysis.report.parts import COLOURS, cell, fmt_ms, fmt_pct, name_cell, rank_label, section, table
 from bridge_plugins.analysis.report.svg import deviation_bars, range_hbars, stacked_hbars
 from bridge_plugins.analysis.schema import Summary, TraceSummary
-from bridge_plugins.analysis.trace.gpu_breakdown import parts_us
 
 GPU_PARTS = [
     ("computation", "computation", COLOURS["computation"]),

@@ -15,13 +15,13 @@ from rich.table import Table
 from rich.text import Text
 
 from bridge_plugins.analysis import ranks_view
+from bridge_plugins.analysis.analyzers.gpu_breakdown import PARTS, parts_us
+from bridge_plugins.analysis.analyzers.step_breakdown import GPU_PARTS, ROLES, mean_breakdown
 from bridge_plugins.analysis.schema import Summary, TraceSummary
 from bridge_plugins.analysis.text import many_ranks
 from bridge_plugins.analysis.text.cells import ms, pct, short, step_ranges
 from bridge_plugins.analysis.text.findings import analyses_table, findings_table
 from bridge_plugins.analysis.text.memory import brief
-from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
-from bridge_plugins.analysis.trace.step_breakdown import GPU_PARTS, ROLES, mean_breakdown
 
 
 def _ranks_table(s: Summary) -> Table:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from bridge_plugins.analysis.analyzers.gpu_breakdown import _union_length
+from bridge_plugins.analysis.analyzers.step_breakdown import GpuRoles, step_splits
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
-from bridge_plugins.analysis.trace.step_breakdown import GpuRoles, step_splits
 
 
 def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> list[dict]:
