@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from bridge_plugins.analysis.compare import compare_runs
-from bridge_plugins.analysis.memory.compare import compare_snapshot_figures
+from bridge_plugins.analysis.memory.snapshot_diff import compare_snapshot_figures
 from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.report.html import render
+from bridge_plugins.analysis.run_compare import compare_runs
 from bridge_plugins.analysis.summarize import summarize, with_top
 
 

@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bridge_plugins.analysis.compare import compare  # here, not above: see cli/summary.py
+    from bridge_plugins.analysis.run_compare import compare  # here, not above: see cli/summary.py
 
     top = top_rows(args)
     try:
@@ -39,7 +39,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(c, indent=1))
     else:
-        from bridge_plugins.analysis.text.compare import print_compare
+        from bridge_plugins.analysis.text.run_compare import print_compare
         from bridge_plugins.analysis.text.summary import console
 
         print_compare(c, console())

@@ -48,8 +48,8 @@ def snapshot_in(path: str) -> str:
 
 def run(args) -> int:
     from bridge_plugins.analysis.jsonable import dumps
-    from bridge_plugins.analysis.memory.compare import compare_snapshot_figures
     from bridge_plugins.analysis.memory.snapshot import figures_of
+    from bridge_plugins.analysis.memory.snapshot_diff import compare_snapshot_figures
     from bridge_plugins.analysis.text.memory import render_compare, render_snapshot_figures
 
     snapshot = snapshot_in(args.paths)

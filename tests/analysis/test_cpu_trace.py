@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge_plugins.analysis.compare import compare
+from bridge_plugins.analysis.run_compare import compare
 from bridge_plugins.analysis.summarize import summarize
 from tests.analysis.recipe_traces import profiled_run
 

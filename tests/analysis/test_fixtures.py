@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge_plugins.analysis.compare import compare
 from bridge_plugins.analysis.jsonable import dumps
+from bridge_plugins.analysis.run_compare import compare
 from bridge_plugins.analysis.summarize import summarize, without_timelines
 from tests.analysis.bad_input_support import cli
 from tests.analysis.gpu_traces import FIXTURES, J128
@@ -127,7 +127,7 @@ def test_compare_cli_job_directories_and_json(tmp_path):
 
 def test_analysis_imports_neither_torch_nor_nemo_run_nor_the_runtime():
     code = (
-        "import sys, bridge_plugins.analysis.summarize, bridge_plugins.analysis.compare, bridge_plugins.cli.summary, "
+        "import sys, bridge_plugins.analysis.summarize, bridge_plugins.analysis.run_compare, bridge_plugins.cli.summary, "
         "bridge_plugins.analysis.job; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nemo_run') "
         "or m.startswith('bridge_plugins.runtime')))"

@@ -7,8 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from bridge_plugins.analysis.jsonable import jsonable
-from bridge_plugins.analysis.memory import compare
-from bridge_plugins.analysis.memory.compare import TOP_CHANGES
+from bridge_plugins.analysis.memory import snapshot_diff
 from bridge_plugins.analysis.memory.results import (
     UNKNOWN_SEGMENTS,
     DeviceFigures,
@@ -17,13 +16,14 @@ from bridge_plugins.analysis.memory.results import (
     SnapshotFigures,
 )
 from bridge_plugins.analysis.memory.snapshot import figures_of
+from bridge_plugins.analysis.memory.snapshot_diff import TOP_CHANGES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def compare_snapshot_figures(base: SnapshotFigures, new: SnapshotFigures) -> dict:
     """The comparison as JSON (what ``memory --compare --json`` prints)."""
-    return jsonable(compare.compare_snapshot_figures(base, new))
+    return jsonable(snapshot_diff.compare_snapshot_figures(base, new))
 
 
 def _sites(sites: dict[str, int]) -> list[SiteBytes]:

@@ -1,6 +1,6 @@
 """The typed figures of a CUDA memory snapshot and of a comparison of two: dataclasses built by
 keyword, whose fields are the JSON's keys in its order (``jsonable`` writes them; the layout:
-docs/formats.md). snapshot.py and compare.py build them; text/ and report/ read them."""
+docs/formats.md). snapshot.py and snapshot_diff.py build them; text/ and report/ read them."""
 
 from __future__ import annotations
 

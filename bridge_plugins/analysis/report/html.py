@@ -4,7 +4,7 @@ summary (and a comparison) that page.build computed; nothing is read or computed
 Inline SVG drawn here and inline CSS; no script and no external resource, which a
 Content-Security-Policy in the page also enforces (``default-src 'none'``), so the file renders
 the same on an air-gapped login node, in a mail attachment or from a CI artifact. The charts are
-svg.py's, the sections traces.py's, memory.py's and compare.py's.
+svg.py's, the sections traces.py's, memory.py's and run_compare.py's.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.memory.results import SnapshotComparison
 from bridge_plugins.analysis.memory.snapshot import main_device
 from bridge_plugins.analysis.report import heatmap
-from bridge_plugins.analysis.report.compare import compare_section
 from bridge_plugins.analysis.report.findings import findings_section, why_section
 from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
+from bridge_plugins.analysis.report.run_compare import compare_section
 from bridge_plugins.analysis.report.step_breakdown import step_breakdown_section
 from bridge_plugins.analysis.report.step_timelines import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section

@@ -1,5 +1,5 @@
-"""The report's comparison section (``report --baseline OTHER``), from ``analysis.compare``'s dict
-and, where both runs have snapshots, ``memory_compare.compare_snapshot_figures``."""
+"""The report's comparison section (``report --baseline OTHER``), from ``analysis.run_compare``'s dict
+and, where both runs have snapshots, ``memory.snapshot_diff.compare_snapshot_figures``."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bridge_plugins.analysis.compare import GPU_KEYS
+from bridge_plugins.analysis.run_compare import GPU_KEYS
 from bridge_plugins.analysis.text.cells import ms, short
 
 
