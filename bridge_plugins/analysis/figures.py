@@ -57,6 +57,35 @@ class KernelRow:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StepBreakdown:
+    """Where one step's time went, torch-tb-profiler's split (analyzers/step_breakdown.py); the parts
+    sum to ``step_us``. Fields in the JSON's order: ``other_us`` comes second."""
+
+    step_us: float  # the span the parts cover
+    other_us: float
+    kernel_us: float
+    memcpy_us: float
+    memset_us: float
+    communication_us: float
+    runtime_us: float
+    dataloader_us: float
+    cpu_exec_us: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepRow:
+    """One captured step (analyzers/per_step.py): its time, how idle the GPU was for it (None: it
+    launched nothing), where its time went (None in an nsys report) and how long it waited on input."""
+
+    step: int
+    time_us: float
+    gpu_idle_share: float | None
+    breakdown: StepBreakdown | None
+    input_wait_us: float
+    input_span: str | None  # the input span that waited longest in the step
+
+
+@dataclass(frozen=True, kw_only=True)
 class GemmPrecision:
     """GEMM/convolution kernel time by precision, and whether the GPU has Tensor Cores (analyzers/gemm_precision.py)."""
 

@@ -53,13 +53,13 @@ def _max(values: Iterable[float | None]) -> float | None:
 def grid(traces: Sequence[TraceSummary], key: str) -> Grid:
     """The ``per_step`` figure ``key`` ("time_us" or "gpu_idle_share") of every trace, by rank then
     step, folded to at most MAX_ROWS x MAX_COLUMNS cells by the maximum (the worst shows)."""
-    steps = sorted({p["step"] for t in traces for p in t.get("per_step", [])})
+    steps = sorted({p.step for t in traces for p in t.get("per_step", [])})
     at = {n: i for i, n in enumerate(steps)}
     full = []
     for t in traces:
         row: list[float | None] = [None] * len(steps)
         for p in t.get("per_step", []):
-            row[at[p["step"]]] = p[key]
+            row[at[p.step]] = getattr(p, key)
         full.append(row)
     row_groups, col_groups = _groups(len(traces), MAX_ROWS), _groups(len(steps), MAX_COLUMNS)
     return Grid(

@@ -10,13 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
-from bridge_plugins.analysis.figures import GemmPrecision, GpuBreakdown, KernelRow, NsysReport, OpRow, StepStats
+from bridge_plugins.analysis.figures import (
+    GemmPrecision,
+    GpuBreakdown,
+    KernelRow,
+    NsysReport,
+    OpRow,
+    StepBreakdown,
+    StepRow,
+    StepStats,
+)
 from bridge_plugins.analysis.memory.results import MemoryEntry
 
 if TYPE_CHECKING:  # a type only: the Summary's types load no analyzer (numpy); no cycle (tests/test_import_graph.py)
     from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 
 __all__ = ["Finding", "GemmPrecision", "GpuBreakdown", "KernelRow", "NsysReport", "OpRow", "StepStats"]
+__all__ += ["StepBreakdown", "StepRow"]
 __all__ += ["Problem", "Summary", "TraceAsRead", "TraceSummary"]
 
 
@@ -54,7 +64,7 @@ class _TraceFigures(_OtherFormat):
     top_cpu_ops: list[OpRow]
     top_gpu_kernels: list[KernelRow]
     analyses: TraceAnalyses
-    per_step: list[dict]  # per ProfilerStep: step time and GPU idle share (the many-ranks heatmaps)
+    per_step: list[StepRow]  # per ProfilerStep: step time, GPU idle share (the many-ranks heatmaps), split
     precision: GemmPrecision | None  # GEMM/convolution kernel time by precision (analyzers/gemm_precision.py)
 
 

@@ -198,10 +198,10 @@ def test_precision_and_per_step_rows_have_the_trace_schema_of_a_chrome_trace(sta
     p = t["precision"]
     assert (p.device, p.compute_capability, p.tensor_cores) == ("NVIDIA A100-SXM4-40GB", 8.0, True)
     assert (p.fp32_us, p.half_us, p.fp32_kernels) == (0.0, 0.0, [])
-    assert [(r["step"], r["breakdown"], r["input_wait_us"], r["input_span"]) for r in t["per_step"]] == [
+    assert [(r.step, r.breakdown, r.input_wait_us, r.input_span) for r in t["per_step"]] == [
         (step, None, 0.0, None) for step in range(FIRST_STEP, FIRST_STEP + 5)
     ]
-    assert [r["time_us"] for r in t["per_step"]] == [d.duration_us for d in t["analyses"].steps]
+    assert [r.time_us for r in t["per_step"]] == [d.duration_us for d in t["analyses"].steps]
 
 
 def test_an_export_without_the_optional_tables_and_columns_is_read(standin):

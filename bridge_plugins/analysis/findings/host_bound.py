@@ -49,7 +49,7 @@ def check(trace: TraceSummary) -> list[Finding]:
     if trace["gpu"] is None:
         outside = [s.outside_ops_us for s in a.steps if s.outside_ops_us is not None]
         whole = median(outside)
-        waiting = median([p["breakdown"]["communication_us"] for p in trace["per_step"] if p.get("breakdown")])
+        waiting = median([p.breakdown.communication_us for p in trace["per_step"] if p.breakdown])
         per_step = None if whole is None else whole - explained - (waiting or 0.0)
         if per_step is None or not base.median_us or per_step < MIN_OUTSIDE_SHARE * base.median_us:
             return []

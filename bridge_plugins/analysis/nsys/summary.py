@@ -18,7 +18,7 @@ from pathlib import Path
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
 from bridge_plugins.analysis.analyzers.step_stats import step_stats
-from bridge_plugins.analysis.figures import NsysReport, OpRow
+from bridge_plugins.analysis.figures import NsysReport, OpRow, StepRow
 from bridge_plugins.analysis.nsys import copies, gpu, launches, steps
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Export, open_export, sql_errors
 from bridge_plugins.analysis.nsys.launches import calls_once
@@ -76,16 +76,9 @@ def _phase(shown: Path, what: str, big: bool) -> None:
         sys.stderr.flush()
 
 
-def _step_row(step: int, time_us: float) -> dict:
+def _step_row(step: int, time_us: float) -> StepRow:
     """A ``per_step`` row: an nsys report has no CPU operators to split the step by (breakdown null)."""
-    return {
-        "step": step,
-        "time_us": time_us,
-        "gpu_idle_share": None,
-        "breakdown": None,
-        "input_wait_us": 0.0,
-        "input_span": None,
-    }
+    return StepRow(step=step, time_us=time_us, gpu_idle_share=None, breakdown=None, input_wait_us=0.0, input_span=None)
 
 
 def _summary(export: Export, shown: Path) -> TraceAsRead:
