@@ -38,5 +38,5 @@ def build(
             first = min(base_mem, key=lambda f: (f.rank is None, f.rank or 0, f.file))
             now = min(new_mem, key=lambda f: (f.rank is None, f.rank or 0, f.file))
             memory_comparison = compare_snapshot_figures(first, now)
-    skipped = summary["problems"] + ((comparison or {}).get("problems") or [])
+    skipped = summary["problems"] + (comparison.problems if comparison else [])
     return render(summary, comparison, memory_comparison), skipped

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bridge_plugins.analysis.jsonable import jsonable
 from bridge_plugins.analysis.run_compare import compare
 from bridge_plugins.analysis.summarize import summarize
 from tests.analysis.recipe_traces import profiled_run
@@ -31,7 +32,7 @@ def test_step_times_of_a_cpu_trace(runs):
 
 def test_compare_two_windows_of_the_recipe(runs):
     base, _, new, _ = runs
-    c = compare([base], [new])
+    c = jsonable(compare([base], [new]))  # as compare --json prints it
     assert c["normalized"] == "per rank-step"
     assert (c["base"]["rank_steps"], c["new"]["rank_steps"]) == (4, 2)
     assert c["gpu_delta"] is None and c["step_delta_us"] is not None

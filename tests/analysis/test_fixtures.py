@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge_plugins.analysis.jsonable import dumps
+from bridge_plugins.analysis.jsonable import dumps, jsonable
 from bridge_plugins.analysis.run_compare import compare
 from bridge_plugins.analysis.summarize import summarize, without_timelines
 from tests.analysis.bad_input_support import cli
@@ -100,7 +100,7 @@ def test_summary_cli_json_equals_summarize_and_tables_name_the_straggler():
 
 
 def test_compare_two_ranks_gives_step_gpu_op_and_kernel_deltas():
-    c = compare([J128[0]], [J128[1]], top=3)
+    c = jsonable(compare([J128[0]], [J128[1]], top=3))  # as compare --json prints it
     assert c["normalized"] == "per rank-step"
     assert c["step_delta_us"] == pytest.approx(619271.5 - 615120.0)
     assert c["gpu_delta"]["computation_us"] == pytest.approx(271973 - 210320)

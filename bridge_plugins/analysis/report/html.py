@@ -25,6 +25,7 @@ from bridge_plugins.analysis.report.run_compare import compare_section
 from bridge_plugins.analysis.report.step_breakdown import step_breakdown_section
 from bridge_plugins.analysis.report.step_timelines import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
+from bridge_plugins.analysis.run_compare import RunComparison
 from bridge_plugins.analysis.schema import Summary
 from bridge_plugins.jobdir.atomic_write import write_text_atomically
 
@@ -81,10 +82,10 @@ def _overview(s: Summary) -> str:
 
 
 def render(
-    summary: Summary, comparison: dict | None = None, memory_comparison: SnapshotComparison | None = None
+    summary: Summary, comparison: RunComparison | None = None, memory_comparison: SnapshotComparison | None = None
 ) -> str:
     """The page for a summary dict (``analysis.summarize``) and optional comparisons."""
-    problems = summary["problems"] + ((comparison or {}).get("problems") or [])
+    problems = summary["problems"] + (comparison.problems if comparison else [])
     problems_html = ""
     if problems:
         items = "".join(f"<li>{escape(p['file'])}: {escape(p['error'])}</li>" for p in problems)
