@@ -28,7 +28,7 @@ def test_public_imports_keep_working():
 
 
 def test_analysis_modules_are_not_shadowed_by_functions():
-    for name in ("summarize", "compare"):
+    for name in ("summarize", "run_compare"):
         module = importlib.import_module(f"bridge_plugins.analysis.{name}")
         assert isinstance(module, types.ModuleType)
         assert getattr(importlib.import_module("bridge_plugins.analysis"), name) is module
@@ -41,13 +41,13 @@ def test_nothing_loose_at_the_top_of_the_package():
 
 def test_the_old_snapshot_names_still_import():
     """A snapshot's figures were called a summary; the renamed functions keep their old names too."""
-    from bridge_plugins.analysis.memory.compare import compare_snapshot_figures, compare_summaries
     from bridge_plugins.analysis.memory.snapshot import (
         memory_entry,
         snapshot_figures,
         summarize_snapshot,
         summarize_snapshots,
     )
+    from bridge_plugins.analysis.memory.snapshot_diff import compare_snapshot_figures, compare_summaries
 
     assert summarize_snapshot is snapshot_figures and summarize_snapshots is memory_entry
     assert compare_summaries is compare_snapshot_figures
@@ -71,7 +71,7 @@ def test_the_analysis_front_door_imports_no_reader_until_asked():
         "import sys, bridge_plugins.analysis as a\n"
         "print(sorted(m for m in sys.modules if m.startswith('bridge_plugins.analysis.') or m == 'numpy'))\n"
         "a.compare_runs\n"
-        "print('bridge_plugins.analysis.compare' in sys.modules)"
+        "print('bridge_plugins.analysis.run_compare' in sys.modules)"
     )
     proc = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True)
     assert proc.stdout.split("\n")[:2] == ["[]", "True"], proc.stderr

@@ -16,7 +16,7 @@ from typing import Any
 FRONT_DOOR = {
     "with_top": ("bridge_plugins.analysis.summarize", "with_top"),
     "rank_findings": ("bridge_plugins.analysis.findings.run", "rank_findings"),
-    "compare_runs": ("bridge_plugins.analysis.compare", "compare_runs"),
+    "compare_runs": ("bridge_plugins.analysis.run_compare", "compare_runs"),
     "snapshot_figures": ("bridge_plugins.analysis.memory.snapshot", "snapshot_figures"),
     "build_report": ("bridge_plugins.analysis.page", "build"),
     "render_report": ("bridge_plugins.analysis.report.html", "render"),

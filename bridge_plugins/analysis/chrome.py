@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bridge_plugins.analysis.analyzers import gpu_breakdown, op_tables
 from bridge_plugins.analysis.analyzers.all import analyze
+from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
+from bridge_plugins.analysis.analyzers.per_step import per_step
+from bridge_plugins.analysis.analyzers.step_breakdown import gpu_role_spans
+from bridge_plugins.analysis.analyzers.step_stats import step_stats
 from bridge_plugins.analysis.parallel import trace_jobs
 from bridge_plugins.analysis.schema import TraceAsRead
-from bridge_plugins.analysis.trace import gpu_breakdown, ops
 from bridge_plugins.analysis.trace.gpu_events import joined
-from bridge_plugins.analysis.trace.per_step import per_step
-from bridge_plugins.analysis.trace.precision import gemm_precision
 from bridge_plugins.analysis.trace.split import collect_trace
-from bridge_plugins.analysis.trace.step_breakdown import gpu_role_spans
-from bridge_plugins.analysis.trace.step_stats import step_stats
 from bridge_plugins.jobdir.scan import rank_from_name
 
 
@@ -37,7 +37,7 @@ def summarize_trace(path: Path) -> TraceAsRead:
     rank, source, world = _rank(d.header, path)
     types = gpu_breakdown.kernel_types(d)
     keep = gpu_breakdown.kept_gpu_events(d)
-    kernels = ops.gpu_kernels(d, keep, types)  # from the collector's columns, in their order: the same sums
+    kernels = op_tables.gpu_kernels(d, keep, types)  # from the collector's columns, in their order: the same sums
     gpu_roles = gpu_role_spans(d)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
     g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
     del keep
@@ -50,7 +50,7 @@ def summarize_trace(path: Path) -> TraceAsRead:
         "steps": step_stats(d.steps),
         "per_step": per_step(d, g, calls, gpu_roles),
         "gpu": gpu_breakdown.breakdown(g, d.gpu_count),
-        "top_cpu_ops": ops.cpu_ops(d),
+        "top_cpu_ops": op_tables.cpu_ops(d),
         "top_gpu_kernels": kernels,
         "precision": gemm_precision(d.header, kernels),
         "analyses": analyze(d, g, calls),

@@ -1,15 +1,18 @@
-"""The typed figures a trace reader gives, below everything that reads them: the summary's
-version-1 rows (TypedDicts: plain dicts at run time) and what only an Nsight Systems report has
-(dataclasses). Readers (trace/, nsys/) import them from here, ``schema`` composes them into a trace's
-entry; docs/analysis-schema.md describes each field."""
+"""The typed figures of one trace, below everything that builds or reads them: the summary's
+version-1 parts (step times, GPU breakdown, operator and kernel rows, GEMM precision) and what only
+an Nsight Systems report has. All dataclasses built by keyword; ``jsonable`` writes each field for
+field, in this order. The figure builders (analyzers/, nsys/) import them from here, ``schema``
+composes them into a trace's entry; docs/analysis-schema.md describes each field."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
 
 
-class StepStats(TypedDict):
+@dataclass(frozen=True, kw_only=True)
+class StepStats:
+    """Step times from the ProfilerStep spans (analyzers/step_stats.py); ``note`` says why there are none."""
+
     captured: list[int]
     count: int
     min_us: float | None
@@ -18,7 +21,10 @@ class StepStats(TypedDict):
     note: str | None
 
 
-class GpuBreakdown(TypedDict):
+@dataclass(frozen=True, kw_only=True)
+class GpuBreakdown:
+    """Where a rank's GPU time went (analyzers/gpu_breakdown.py), in microseconds."""
+
     span_us: float
     computation_us: float
     communication_us: float
@@ -29,22 +35,59 @@ class GpuBreakdown(TypedDict):
     gpu_events_dropped: int
 
 
-class OpRow(TypedDict):
+@dataclass(slots=True, kw_only=True)
+class OpRow:
+    """A CPU operator's self and total time and calls. Slots, not frozen: one is built per distinct
+    name (10^5 in a large trace), and a frozen one takes three times as long to build."""
+
     name: str
     self_us: float
     total_us: float
     calls: int
 
 
-class KernelRow(TypedDict):
+@dataclass(slots=True, kw_only=True)
+class KernelRow:
+    """A GPU kernel's (or copy's) type, total time and calls; slots, not frozen, as OpRow."""
+
     name: str
     type: str
     total_us: float
     calls: int
 
 
-class GemmPrecision(TypedDict):
-    """GEMM/convolution kernel time by precision, and whether the GPU has Tensor Cores (trace/precision.py)."""
+@dataclass(frozen=True, kw_only=True)
+class StepBreakdown:
+    """Where one step's time went, torch-tb-profiler's split (analyzers/step_breakdown.py); the parts
+    sum to ``step_us``. Fields in the JSON's order: ``other_us`` comes second."""
+
+    step_us: float  # the span the parts cover
+    other_us: float
+    kernel_us: float
+    memcpy_us: float
+    memset_us: float
+    communication_us: float
+    runtime_us: float
+    dataloader_us: float
+    cpu_exec_us: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepRow:
+    """One captured step (analyzers/per_step.py): its time, how idle the GPU was for it (None: it
+    launched nothing), where its time went (None in an nsys report) and how long it waited on input."""
+
+    step: int
+    time_us: float
+    gpu_idle_share: float | None
+    breakdown: StepBreakdown | None
+    input_wait_us: float
+    input_span: str | None  # the input span that waited longest in the step
+
+
+@dataclass(frozen=True, kw_only=True)
+class GemmPrecision:
+    """GEMM/convolution kernel time by precision, and whether the GPU has Tensor Cores (analyzers/gemm_precision.py)."""
 
     device: str | None  # the GPU's name from deviceProperties
     compute_capability: float | None  # e.g. 8.0; None without deviceProperties

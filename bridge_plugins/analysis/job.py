@@ -61,10 +61,10 @@ def report(
             if t is None:
                 lines.append(f"  rank {rank}: {p}  unreadable: {problems.get(str(p), 'could not be read')}")
                 continue
-            steps.setdefault(rank, []).append(t["steps"]["captured"])
+            steps.setdefault(rank, []).append(t["steps"].captured)
             lines.append(
                 f"  rank {rank}: {p}  ({fmt_bytes(p.stat().st_size)}), "
-                f"steps captured: {step_ranges(t['steps']['captured'])}"
+                f"steps captured: {step_ranges(t['steps'].captured)}"
             )
         for p in arts.memory.get(rank, []):
             lines.append(f"  rank {rank}: {p}  ({fmt_bytes(p.stat().st_size)}), memory snapshot")

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from bridge_plugins.analysis.compare import compare_runs
-from bridge_plugins.analysis.memory.compare import compare_snapshot_figures
+from bridge_plugins.analysis.memory.snapshot_diff import compare_snapshot_figures
 from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.report.html import render
+from bridge_plugins.analysis.run_compare import compare_runs
 from bridge_plugins.analysis.summarize import summarize, with_top
 
 
@@ -32,11 +32,11 @@ def build(
     if baseline:
         base = summarize(baseline, top=None, workers=workers)
         comparison = compare_runs(base, everything, top=top)
-        base_mem = (base.get("memory") or {}).get("files") or []
-        new_mem = (summary.get("memory") or {}).get("files") or []
+        base_mem = base["memory"].files if base["memory"] else []
+        new_mem = summary["memory"].files if summary["memory"] else []
         if base_mem and new_mem:
-            first = min(base_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
-            now = min(new_mem, key=lambda f: (f.get("rank") is None, f.get("rank") or 0, f["file"]))
+            first = min(base_mem, key=lambda f: (f.rank is None, f.rank or 0, f.file))
+            now = min(new_mem, key=lambda f: (f.rank is None, f.rank or 0, f.file))
             memory_comparison = compare_snapshot_figures(first, now)
-    skipped = summary["problems"] + ((comparison or {}).get("problems") or [])
+    skipped = summary["problems"] + (comparison.problems if comparison else [])
     return render(summary, comparison, memory_comparison), skipped

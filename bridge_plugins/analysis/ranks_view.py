@@ -13,8 +13,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from bridge_plugins.analysis.analyzers.gpu_breakdown import PARTS, parts_us
 from bridge_plugins.analysis.schema import GpuBreakdown, Summary, TraceSummary
-from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
 
 MANY_RANKS = 32
 """From this many traces on, summary and report show the many-ranks view."""
@@ -53,13 +53,13 @@ def _max(values: Iterable[float | None]) -> float | None:
 def grid(traces: Sequence[TraceSummary], key: str) -> Grid:
     """The ``per_step`` figure ``key`` ("time_us" or "gpu_idle_share") of every trace, by rank then
     step, folded to at most MAX_ROWS x MAX_COLUMNS cells by the maximum (the worst shows)."""
-    steps = sorted({p["step"] for t in traces for p in t.get("per_step", [])})
+    steps = sorted({p.step for t in traces for p in t.get("per_step", [])})
     at = {n: i for i, n in enumerate(steps)}
     full = []
     for t in traces:
         row: list[float | None] = [None] * len(steps)
         for p in t.get("per_step", []):
-            row[at[p["step"]]] = p[key]
+            row[at[p.step]] = getattr(p, key)
         full.append(row)
     row_groups, col_groups = _groups(len(traces), MAX_ROWS), _groups(len(steps), MAX_COLUMNS)
     return Grid(
@@ -111,15 +111,15 @@ def spread(label: str, by_rank: list[tuple[int, float | None]]) -> Spread | None
 
 def _shares(g: GpuBreakdown | None) -> dict[str, float] | None:
     """Each GPU part's share of the span; None without GPU time."""
-    if not g or not g["span_us"]:
+    if not g or not g.span_us:
         return None
-    return {part: us / g["span_us"] for part, us in parts_us(g).items()}
+    return {part: us / g.span_us for part, us in parts_us(g).items()}
 
 
 def spreads(summary: Summary) -> list[Spread]:
     """Median step time, and each GPU share of the span, across the traces."""
     traces = summary["traces"]
-    out = [spread("median step time (us)", [(t["rank"], t["steps"]["median_us"]) for t in traces])]
+    out = [spread("median step time (us)", [(t["rank"], t["steps"].median_us) for t in traces])]
     shares = [(t["rank"], _shares(t["gpu"])) for t in traces]
     for part in PARTS:
         out.append(spread(f"GPU {part} share", [(rank, share[part] if share else None) for rank, share in shares]))

@@ -1,7 +1,8 @@
 """The summary's types: what ``summarize`` returns and every renderer (terminal, JSON, HTML) reads.
 
-The version-1 parts are TypedDicts (plain dicts at run time, checked by the type checker: figures.py);
-the analyses (analyzers/) and the findings (``Finding``, here: the rules in findings/ build it) are dataclasses. docs/analysis-schema.md describes them.
+A trace's entry and the Summary are TypedDicts (their keys are the version-1 JSON); every figure in
+them is a dataclass built by keyword: the version-1 parts (figures.py), the analyses (analyzers/) and
+the findings (``Finding``, here: the rules in findings/ build it). docs/analysis-schema.md describes them.
 """
 
 from __future__ import annotations
@@ -9,12 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
-from bridge_plugins.analysis.figures import GemmPrecision, GpuBreakdown, KernelRow, NsysReport, OpRow, StepStats
+from bridge_plugins.analysis.figures import (
+    GemmPrecision,
+    GpuBreakdown,
+    KernelRow,
+    NsysReport,
+    OpRow,
+    StepBreakdown,
+    StepRow,
+    StepStats,
+)
+from bridge_plugins.analysis.memory.results import MemoryEntry
 
 if TYPE_CHECKING:  # a type only: the Summary's types load no analyzer (numpy); no cycle (tests/test_import_graph.py)
     from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 
 __all__ = ["Finding", "GemmPrecision", "GpuBreakdown", "KernelRow", "NsysReport", "OpRow", "StepStats"]
+__all__ += ["StepBreakdown", "StepRow"]
 __all__ += ["Problem", "Summary", "TraceAsRead", "TraceSummary"]
 
 
@@ -52,8 +64,8 @@ class _TraceFigures(_OtherFormat):
     top_cpu_ops: list[OpRow]
     top_gpu_kernels: list[KernelRow]
     analyses: TraceAnalyses
-    per_step: list[dict]  # per ProfilerStep: step time and GPU idle share (the many-ranks heatmaps)
-    precision: GemmPrecision | None  # GEMM/convolution kernel time by precision (trace/precision.py)
+    per_step: list[StepRow]  # per ProfilerStep: step time, GPU idle share (the many-ranks heatmaps), split
+    precision: GemmPrecision | None  # GEMM/convolution kernel time by precision (analyzers/gemm_precision.py)
 
 
 class TraceAsRead(_TraceFigures):
@@ -81,5 +93,5 @@ class Summary(TypedDict):
     findings: list[Finding]
     traces: list[TraceSummary]
     cross_rank: list[dict]  # stragglers.cross_rank
-    memory: dict | None  # memory.snapshot.memory_entry, merged
+    memory: MemoryEntry | None  # the snapshots given and their figures (memory.results)
     problems: list[dict[str, str]]

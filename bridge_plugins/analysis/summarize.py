@@ -17,6 +17,7 @@ from bridge_plugins.analysis import formats
 from bridge_plugins.analysis.chrome import summarize_trace
 from bridge_plugins.analysis.cross_rank import cross_rank
 from bridge_plugins.analysis.findings.run import rank_findings
+from bridge_plugins.analysis.memory.results import MemoryEntry
 from bridge_plugins.analysis.memory.snapshot import memory_entry
 from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.schema import Summary, TraceAsRead, TraceSummary
@@ -30,14 +31,14 @@ SCHEMA = "bridge-plugins.summary/1"
 SCHEMA_VERSION = 2  # bumped when a field changes meaning or goes; new fields do not bump it
 
 
-def _memory(snapshots: list[Path], found: Inputs) -> dict | None:
+def _memory(snapshots: list[Path], found: Inputs) -> MemoryEntry | None:
     """The ``memory`` entry: the snapshots given and each one's figures (memory.snapshot.memory_entry);
     a snapshot that cannot be read goes to ``found``'s problems."""
     if not snapshots:
         return None
-    result = memory_entry(snapshots)
-    found.problems.extend(result.pop("problems", []))
-    return {"snapshots": [str(p) for p in snapshots], **result}
+    read = memory_entry(snapshots)
+    found.problems.extend(read.problems)
+    return MemoryEntry(snapshots=[str(p) for p in snapshots], files=read.files)
 
 
 def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Workers | None = None) -> Summary:
@@ -57,7 +58,7 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
     traces = numbered(read)
     traces.sort(key=lambda t: (t["rank"], t["file"]))
     memory = _memory(found.snapshots, found)
-    if not traces and (memory is None or memory.get("files") == []):  # files: snapshots the memory module read
+    if not traces and (memory is None or memory.files == []):  # files: snapshots the memory module read
         raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems))
     summary: Summary = {
         "schema": SCHEMA,

@@ -6,8 +6,6 @@ readable; files skipped are listed on stderr and in the JSON's ``problems``.
 
 from __future__ import annotations
 
-import json
-
 from bridge_plugins.cli import UsageError, add_json, add_top, add_workers, top_rows, workers
 from bridge_plugins.cli.summary import print_problems
 from bridge_plugins.jobdir.scan import NothingToRead
@@ -29,7 +27,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bridge_plugins.analysis.compare import compare  # here, not above: see cli/summary.py
+    from bridge_plugins.analysis.jsonable import dumps  # here, not above: see cli/summary.py
+    from bridge_plugins.analysis.run_compare import compare
 
     top = top_rows(args)
     try:
@@ -37,11 +36,11 @@ def run(args) -> int:
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     if args.json:
-        print(json.dumps(c, indent=1))
+        print(dumps(c))
     else:
-        from bridge_plugins.analysis.text.compare import print_compare
+        from bridge_plugins.analysis.text.run_compare import print_compare
         from bridge_plugins.analysis.text.summary import console
 
         print_compare(c, console())
-    print_problems(c["problems"], "compare")
+    print_problems(c.problems, "compare")
     return 0

@@ -7,8 +7,6 @@ each a snapshot file or a job directory that holds one.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from pathlib import Path
 
 from bridge_plugins.cli import UsageError, add_json, add_paths
@@ -49,16 +47,17 @@ def snapshot_in(path: str) -> str:
 
 
 def run(args) -> int:
-    from bridge_plugins.analysis.memory.compare import compare_snapshot_figures
-    from bridge_plugins.analysis.memory.snapshot import snapshot_figures
+    from bridge_plugins.analysis.jsonable import dumps
+    from bridge_plugins.analysis.memory.snapshot import figures_of
+    from bridge_plugins.analysis.memory.snapshot_diff import compare_snapshot_figures
     from bridge_plugins.analysis.text.memory import render_compare, render_snapshot_figures
 
     snapshot = snapshot_in(args.paths)
     if args.compare:  # a snapshot that cannot be read: AnalysisInputError, one line and exit 2 (cli.main)
         other = snapshot_in(args.compare)
-        result = compare_snapshot_figures(snapshot_figures(snapshot, None), snapshot_figures(other, None))
-        text: Callable[[dict], str] = render_compare
-    else:
-        result, text = snapshot_figures(snapshot), render_snapshot_figures
-    print(json.dumps(result, indent=1) if args.json else text(result))
+        comparison = compare_snapshot_figures(figures_of(snapshot, None), figures_of(other, None))
+        print(dumps(comparison) if args.json else render_compare(comparison))
+        return 0
+    figures = figures_of(snapshot)
+    print(dumps(figures) if args.json else render_snapshot_figures(figures))
     return 0

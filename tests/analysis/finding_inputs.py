@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import functools
 
+from bridge_plugins.analysis.figures import StepBreakdown, StepRow
 from bridge_plugins.analysis.summarize import summarize
 from tests.analysis.gpu_traces import J128
 
@@ -18,9 +19,24 @@ def real_trace() -> dict:
     return summarize(J128[:1], top=None)["traces"][0]
 
 
+def step_row(step: int, input_wait_us: float = 0.0, input_span: str | None = None, **breakdown: float) -> StepRow:
+    """A ``per_step`` row with the given input wait, span and breakdown parts (the others 0; no
+    breakdown when none is given)."""
+    parts = dict.fromkeys(f.name for f in dataclasses.fields(StepBreakdown))
+    b = StepBreakdown(**{k: breakdown.get(k, 0.0) for k in parts}) if breakdown else None
+    return StepRow(
+        step=step,
+        time_us=MEDIAN_US,
+        gpu_idle_share=None,
+        breakdown=b,
+        input_wait_us=input_wait_us,
+        input_span=input_span,
+    )
+
+
 def trace(**analyses) -> dict:  # type: ignore[no-untyped-def]
     """The real trace with one step of MEDIAN_US and the given analyses replaced."""
     t = copy.deepcopy(real_trace())
-    t["steps"] = {**t["steps"], "count": 1, "median_us": MEDIAN_US}
+    t["steps"] = dataclasses.replace(t["steps"], count=1, median_us=MEDIAN_US)
     t["analyses"] = dataclasses.replace(t["analyses"], **analyses)
     return t

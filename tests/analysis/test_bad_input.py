@@ -95,8 +95,8 @@ def test_trace_without_profiler_steps_is_summarized_without_step_times_and_says_
     p = tmp_path / "no_schedule.json"
     p.write_text(json.dumps(trace))
     (t,) = summarize([p])["traces"]
-    assert t["steps"]["captured"] == [] and t["steps"]["median_us"] is None and "no ProfilerStep" in t["steps"]["note"]
-    assert t["gpu"]["computation_us"] > 0 and t["top_cpu_ops"]
+    assert t["steps"].captured == [] and t["steps"].median_us is None and "no ProfilerStep" in t["steps"].note
+    assert t["gpu"].computation_us > 0 and t["top_cpu_ops"]
     proc = cli("summary", p)
     assert proc.returncode == 0 and "no ProfilerStep annotations" in proc.stdout
 
@@ -114,8 +114,8 @@ def test_invalid_utf8_and_huge_numbers_do_not_lose_the_file(tmp_path):
     p = tmp_path / "odd.json"
     p.write_bytes(text)
     (t,) = summarize([p], top=None)["traces"]
-    assert t["gpu"]["computation_us"] == 210320
-    assert any(r["name"] == "aten::\ufffd_foreach_mul_" for r in t["top_cpu_ops"])
+    assert t["gpu"].computation_us == 210320
+    assert any(r.name == "aten::\ufffd_foreach_mul_" for r in t["top_cpu_ops"])
 
 
 def test_snapshot_in_another_format_does_not_stop_the_summary(tmp_path):

@@ -7,6 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bridge_plugins.analysis.figures import GpuBreakdown
 from bridge_plugins.analysis.summarize import summarize
 
 
@@ -65,30 +66,30 @@ def test_overlapping_streams_split_into_computation_communication_memory_idle(tm
         launch(1045, 6),
     ]
     (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    assert t["gpu"] == {
-        "span_us": 40.0,
-        "computation_us": 20.0,
-        "communication_us": 10.0,
-        "memory_us": 5.0,
-        "idle_us": 5.0,
-        "communication_total_us": 15.0,
-        "gpu_events": 5,
-        "gpu_events_dropped": 2,
-    }
-    types = {r["name"]: (r["type"], r["calls"], r["total_us"]) for r in t["top_gpu_kernels"]}
+    assert t["gpu"] == GpuBreakdown(
+        span_us=40.0,
+        computation_us=20.0,
+        communication_us=10.0,
+        memory_us=5.0,
+        idle_us=5.0,
+        communication_total_us=15.0,
+        gpu_events=5,
+        gpu_events_dropped=2,
+    )
+    types = {r.name: (r.type, r.calls, r.total_us) for r in t["top_gpu_kernels"]}
     assert types == {
         "gemm": ("computation", 2, 20.0),
         "ncclDevKernel_AllReduce_Sum": ("communication", 1, 15.0),
         "Memcpy DtoH (Device -> Pageable)": ("memory", 1, 7.0),
         "cudaStreamSync": ("other", 1, 2.0),
     }
-    assert t["steps"]["captured"] == [1, 2] and t["steps"]["median_us"] == 20.0
+    assert t["steps"].captured == [1, 2] and t["steps"].median_us == 20.0
 
 
 def test_one_step_keeps_every_gpu_event_as_hta_does(tmp_path):
     events = [step(1, 1000, 20), launch(1001, 1), kernel("gemm", 1100, 10, 1), kernel("gemm", 1200, 10, 99)]
     (t,) = summarize([write(tmp_path, events)])["traces"]
-    assert t["gpu"]["gpu_events"] == 2 and t["gpu"]["span_us"] == 110.0 and t["gpu"]["idle_us"] == 90.0
+    assert t["gpu"].gpu_events == 2 and t["gpu"].span_us == 110.0 and t["gpu"].idle_us == 90.0
 
 
 def test_self_time_subtracts_nested_operators_on_the_same_thread(tmp_path):
@@ -103,7 +104,7 @@ def test_self_time_subtracts_nested_operators_on_the_same_thread(tmp_path):
         op("outer", 0, 50, tid=2),
     ]
     (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    rows = {r["name"]: (r["self_us"], r["total_us"], r["calls"]) for r in t["top_cpu_ops"]}
+    rows = {r.name: (r.self_us, r.total_us, r.calls) for r in t["top_cpu_ops"]}
     assert rows == {"outer": (100.0, 150.0, 2), "inner": (45.0, 50.0, 2), "leaf": (5.0, 5.0, 1)}
     assert t["gpu"] is None
 
@@ -114,8 +115,8 @@ def test_an_other_kernel_alone_is_communication_time_never_memory(tmp_path):
     events += [kernel("gemm", 1100, 10, 1), kernel("cudaStreamSync", 1120, 5, 2)]
     (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
     gpu = t["gpu"]
-    assert (gpu["memory_us"], gpu["communication_us"], gpu["idle_us"], gpu["span_us"]) == (0.0, 5.0, 10.0, 25.0)
-    assert gpu["communication_total_us"] == 0.0  # no communication kernel at all
+    assert (gpu.memory_us, gpu.communication_us, gpu.idle_us, gpu.span_us) == (0.0, 5.0, 10.0, 25.0)
+    assert gpu.communication_total_us == 0.0  # no communication kernel at all
 
 
 def test_with_steps_but_no_cpu_launches_every_gpu_event_is_dropped(tmp_path):
@@ -130,15 +131,24 @@ def test_a_kernel_launched_exactly_when_the_last_step_ends_is_kept(tmp_path):
     events = [step(1, 1000, 20), step(2, 1020, 20), launch(1001, 1), launch(1040, 2), launch(1041, 3)]
     events += [kernel("gemm", 1100, 10, 1), kernel("gemm", 1120, 10, 2), kernel("gemm", 1140, 10, 3)]
     (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    assert (t["gpu"]["gpu_events"], t["gpu"]["gpu_events_dropped"]) == (2, 1)
+    assert (t["gpu"].gpu_events, t["gpu"].gpu_events_dropped) == (2, 1)
 
 
 def test_parts_us_gives_each_part_its_own_field():
-    from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
+    from bridge_plugins.analysis.analyzers.gpu_breakdown import PARTS, parts_us
 
-    g = {"computation_us": 1.0, "communication_us": 2.0, "memory_us": 3.0, "idle_us": 4.0}
-    assert parts_us(g) == {"computation": 1.0, "communication": 2.0, "memory": 3.0, "idle": 4.0}  # type: ignore[arg-type]
-    assert list(parts_us(g)) == list(PARTS)  # type: ignore[arg-type]
+    g = GpuBreakdown(
+        span_us=10.0,
+        computation_us=1.0,
+        communication_us=2.0,
+        memory_us=3.0,
+        idle_us=4.0,
+        communication_total_us=2.0,
+        gpu_events=1,
+        gpu_events_dropped=0,
+    )
+    assert parts_us(g) == {"computation": 1.0, "communication": 2.0, "memory": 3.0, "idle": 4.0}
+    assert list(parts_us(g)) == list(PARTS)
 
 
 def test_kernels_past_the_name_limit_keep_their_type(tmp_path, monkeypatch):
@@ -152,13 +162,13 @@ def test_kernels_past_the_name_limit_keep_their_type(tmp_path, monkeypatch):
     events += [kernel("ncclDevKernel_AllReduce_Sum_f32", 1120, 5, 3)]
     (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
     gpu = t["gpu"]
-    assert (gpu["computation_us"], gpu["communication_us"]) == (20.0, 5.0), gpu
+    assert (gpu.computation_us, gpu.communication_us) == (20.0, 5.0), gpu
 
 
 def test_only_the_names_of_gpu_events_are_classified(tmp_path, monkeypatch):
     """A trace of 10^6 distinct operator names spent a tenth of its time classifying every name as
     a kernel (issue 19): only names that GPU events carry get a type, and theirs is HTA's."""
-    from bridge_plugins.analysis.trace import gpu_breakdown
+    from bridge_plugins.analysis.analyzers import gpu_breakdown
 
     classified: list[str] = []
     real = gpu_breakdown.kernel_type
@@ -168,7 +178,7 @@ def test_only_the_names_of_gpu_events_are_classified(tmp_path, monkeypatch):
     events += [kernel("gemm_a", 1100, 10, 1), kernel("ncclDevKernel_AllReduce_Sum_f32", 1120, 5, 2)]
     (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
     assert sorted(classified) == ["gemm_a", "ncclDevKernel_AllReduce_Sum_f32"]
-    assert [(k["name"], k["type"]) for k in t["top_gpu_kernels"]] == [
+    assert [(k.name, k.type) for k in t["top_gpu_kernels"]] == [
         ("gemm_a", "computation"),
         ("ncclDevKernel_AllReduce_Sum_f32", "communication"),
     ]
@@ -187,7 +197,7 @@ def test_union_length_of_intervals_in_any_order(pairs):
     equal starts and touching intervals included, against a count of the covered microseconds."""
     import numpy as np
 
-    from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
+    from bridge_plugins.analysis.analyzers.gpu_breakdown import _union_length
 
     starts = np.array([float(s) for s, _ in pairs])
     ends = np.array([float(s + d) for s, d in pairs])
@@ -199,14 +209,14 @@ def test_union_length_unsorted_fixed_cases():
     interval that covers a later, earlier-starting one."""
     import numpy as np
 
-    from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
+    from bridge_plugins.analysis.analyzers.gpu_breakdown import _union_length
 
     assert _union_length(np.array([0.0, 5.0, 3.0]), np.array([1.0, 6.0, 4.0])) == 3.0
     assert _union_length(np.array([10.0, 0.0, 12.0]), np.array([20.0, 2.0, 13.0])) == 12.0
 
 
 def test_steps_without_gpu_events_have_no_breakdown_and_classify_nothing(tmp_path, monkeypatch):
-    from bridge_plugins.analysis.trace import gpu_breakdown
+    from bridge_plugins.analysis.analyzers import gpu_breakdown
 
     classified: list[str] = []
     real = gpu_breakdown.kernel_type

@@ -17,15 +17,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge_plugins.analysis.analyzers import kernel_breakdown
+from bridge_plugins.analysis.analyzers import gpu_breakdown, kernel_breakdown
+from bridge_plugins.analysis.analyzers.op_tables import _thread_sums, _thread_sums_by_block
 from bridge_plugins.analysis.analyzers.threads import columns, covered, overlapping, top_level
 from bridge_plugins.analysis.jsonable import dumps
 from bridge_plugins.analysis.summarize import summarize_trace
-from bridge_plugins.analysis.trace import collect, gpu_breakdown, split
+from bridge_plugins.analysis.trace import collect, split
 from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
 from bridge_plugins.analysis.trace.gpu_events import joined, sorted_distinct, union
 from bridge_plugins.analysis.trace.nesting import blocks_in_nesting_order
-from bridge_plugins.analysis.trace.ops import _thread_sums, _thread_sums_by_block
 from bridge_plugins.analysis.trace.reader import read_trace
 from bridge_plugins.analysis.trace.spill import Spill, ThreadColumns
 from tests.analysis.gpu_traces import FIXTURES

@@ -52,7 +52,7 @@ def _gpu_trace(host_wait_us: float, streams: int = 1, launches: object = "real",
     stream = dataclasses.replace(real.idle.streams[0], idle_us=1000.0, host_wait_us=host_wait_us)
     breakdown = dataclasses.replace(real.idle, streams=[stream] * streams) if idle else None
     t = trace(idle=breakdown, launches=real.launches if launches == "real" else launches)
-    t["gpu"] = {**t["gpu"], "span_us": 1000.0, "idle_us": 500.0}
+    t["gpu"] = dataclasses.replace(t["gpu"], span_us=1000.0, idle_us=500.0)
     return t
 
 
@@ -98,7 +98,7 @@ def test_small_kernels_needs_launches():
 def test_small_kernels_lists_kernels_called_at_least_once_per_step():
     gpu = dataclasses.replace(real_trace()["analyses"].launches.gpu_duration_us, median=2.0)
     t = trace(launches=_launches(gpu_duration_us=gpu), kernels=_kernels(3, "computation", calls=2))
-    t["steps"] = {**t["steps"], "count": 2}
+    t["steps"] = dataclasses.replace(t["steps"], count=2)
     (f,) = small_kernels.check(t)
     assert [k["name"] for k in f.evidence["most_called_kernels"]] == ["k0", "k1", "k2"]  # equal calls: by mean
     t = trace(launches=_launches(gpu_duration_us=gpu), kernels=None)

@@ -52,7 +52,7 @@ def _host_bound_gpu(idle_us: float, host_wait_us: float, shorter: int = 0, launc
     stream = dataclasses.replace(real["analyses"].idle.streams[0], idle_us=1000.0, host_wait_us=host_wait_us)
     ls = dataclasses.replace(real["analyses"].launches, launches=launches, shorter_on_gpu=shorter)
     t = trace(idle=dataclasses.replace(real["analyses"].idle, streams=[stream]), launches=ls)
-    t["gpu"] = {**t["gpu"], "span_us": 1000.0, "idle_us": idle_us}
+    t["gpu"] = dataclasses.replace(t["gpu"], span_us=1000.0, idle_us=idle_us)
     return host_bound.check(t)
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge_plugins.analysis.compare import compare
-from bridge_plugins.analysis.jsonable import dumps
+from bridge_plugins.analysis.jsonable import dumps, jsonable
+from bridge_plugins.analysis.run_compare import compare
 from bridge_plugins.analysis.summarize import summarize, without_timelines
 from tests.analysis.bad_input_support import cli
 from tests.analysis.gpu_traces import FIXTURES, J128
@@ -31,10 +31,10 @@ def test_gpu_breakdown_of_each_rank_adds_up_to_the_span_and_equals_hta(job128):
     for t in job128["traces"]:
         g = t["gpu"]
         compute, idle, non_compute, span = HTA_JOB128[t["rank"]]
-        assert g["computation_us"] == compute and g["idle_us"] == idle and g["span_us"] == span
-        assert g["communication_us"] + g["memory_us"] == non_compute
-        assert g["computation_us"] + g["communication_us"] + g["memory_us"] + g["idle_us"] == pytest.approx(span)
-        assert 0 < g["memory_us"] < g["communication_us"] <= g["communication_total_us"]
+        assert g.computation_us == compute and g.idle_us == idle and g.span_us == span
+        assert g.communication_us + g.memory_us == non_compute
+        assert g.computation_us + g.communication_us + g.memory_us + g.idle_us == pytest.approx(span)
+        assert 0 < g.memory_us < g.communication_us <= g.communication_total_us
 
 
 def test_rank_and_steps_come_from_the_trace(job128):
@@ -43,22 +43,22 @@ def test_rank_and_steps_come_from_the_trace(job128):
         (1, "distributedInfo", 128),
     ]
     st = job128["traces"][0]["steps"]
-    assert (st["captured"], st["min_us"], st["max_us"], st["median_us"]) == ([551, 552], 607312.0, 622928.0, 615120.0)
+    assert (st.captured, st.min_us, st.max_us, st.median_us) == ([551, 552], 607312.0, 622928.0, 615120.0)
 
 
 def test_kernel_and_operator_tables(job128):
     rank0 = job128["traces"][0]
     top_kernel = rank0["top_gpu_kernels"][0]
-    assert top_kernel["name"].startswith("ncclKernel_SendRecv") and top_kernel["type"] == "communication"
-    assert top_kernel["calls"] == 10 and top_kernel["total_us"] == pytest.approx(396199.0)
-    assert len(rank0["top_gpu_kernels"]) == 5 and rank0["top_gpu_kernels"][1]["type"] == "computation"
+    assert top_kernel.name.startswith("ncclKernel_SendRecv") and top_kernel.type == "communication"
+    assert top_kernel.calls == 10 and top_kernel.total_us == pytest.approx(396199.0)
+    assert len(rank0["top_gpu_kernels"]) == 5 and rank0["top_gpu_kernels"][1].type == "computation"
     op = rank0["top_cpu_ops"][0]
-    assert (op["name"], op["calls"], op["self_us"]) == ("aten::_foreach_mul_", 2, 240953.0)
-    assert all(r["self_us"] <= r["total_us"] for r in rank0["top_cpu_ops"])
+    assert (op.name, op.calls, op.self_us) == ("aten::_foreach_mul_", 2, 240953.0)
+    assert all(r.self_us <= r.total_us for r in rank0["top_cpu_ops"])
     everything = summarize([J128[0]], top=None)["traces"][0]
-    kinds = {r["type"] for r in everything["top_gpu_kernels"]}
+    kinds = {r.type for r in everything["top_gpu_kernels"]}
     assert {"computation", "communication", "memory"} <= kinds
-    assert sum(r["calls"] for r in everything["top_gpu_kernels"]) == everything["gpu"]["gpu_events"]
+    assert sum(r.calls for r in everything["top_gpu_kernels"]) == everything["gpu"].gpu_events
 
 
 def test_straggler_is_the_rank_with_more_computation_and_the_other_waits(job128):
@@ -100,7 +100,7 @@ def test_summary_cli_json_equals_summarize_and_tables_name_the_straggler():
 
 
 def test_compare_two_ranks_gives_step_gpu_op_and_kernel_deltas():
-    c = compare([J128[0]], [J128[1]], top=3)
+    c = jsonable(compare([J128[0]], [J128[1]], top=3))  # as compare --json prints it
     assert c["normalized"] == "per rank-step"
     assert c["step_delta_us"] == pytest.approx(619271.5 - 615120.0)
     assert c["gpu_delta"]["computation_us"] == pytest.approx(271973 - 210320)
@@ -127,7 +127,7 @@ def test_compare_cli_job_directories_and_json(tmp_path):
 
 def test_analysis_imports_neither_torch_nor_nemo_run_nor_the_runtime():
     code = (
-        "import sys, bridge_plugins.analysis.summarize, bridge_plugins.analysis.compare, bridge_plugins.cli.summary, "
+        "import sys, bridge_plugins.analysis.summarize, bridge_plugins.analysis.run_compare, bridge_plugins.cli.summary, "
         "bridge_plugins.analysis.job; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nemo_run') "
         "or m.startswith('bridge_plugins.runtime')))"
@@ -169,7 +169,7 @@ def test_top_n_keeps_the_n_largest_rows_of_the_full_tables():
     for f, c in zip(full["traces"], cut["traces"], strict=False):
         for table, key in (("top_cpu_ops", "self_us"), ("top_gpu_kernels", "total_us")):
             assert len(f[table]) > 3, "the full table holds every op and kernel"
-            largest = sorted(f[table], key=lambda r: (-r[key], r["name"]))[:3]
+            largest = sorted(f[table], key=lambda r: (-getattr(r, key), r.name))[:3]
             assert c[table] == largest
         assert {k: v for k, v in f.items() if not k.startswith("top_") and k != "analyses"} == {
             k: v for k, v in c.items() if not k.startswith("top_") and k != "analyses"

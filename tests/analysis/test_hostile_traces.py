@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge_plugins.analysis.jsonable import jsonable
 from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.trace import collect
 from bridge_plugins.analysis.trace.collect import MAX_NAMES, Collector, Record
@@ -68,10 +69,10 @@ def test_small_hostile_trace(case, tmp_path):
         assert {r["name"] for r in trace["top_cpu_ops"]} == {f'op}},{{"ph": "X"}}]}} {i}' for i in range(7)}
     elif case.name == "shuffled":
         (plain,) = summarize([JOB2], top=None)["traces"]
-        assert trace["gpu"] == plain["gpu"] and trace["steps"] == plain["steps"]
+        assert trace["gpu"] == jsonable(plain["gpu"]) and trace["steps"] == jsonable(plain["steps"])
         rows = [
             {**r, "self_us": pytest.approx(r["self_us"]), "total_us": pytest.approx(r["total_us"])}
-            for r in plain["top_cpu_ops"][:10]
+            for r in jsonable(plain["top_cpu_ops"][:10])
         ]
         assert trace["top_cpu_ops"] == rows  # sums in another order: equal to the last bits
 

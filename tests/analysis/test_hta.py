@@ -36,7 +36,7 @@ def test_breakdown_agrees_with_hta_within_one_percent_of_the_span(tmp_path, job)
     for _, row in hta.iterrows():
         g = ours[int(row["rank"])]
         span = row["kernel_time(us)"]
-        assert abs(g["span_us"] - span) <= 0.01 * span
-        assert abs(g["computation_us"] - row["compute_time(us)"]) <= 0.01 * span
-        assert abs(g["communication_us"] + g["memory_us"] - row["non_compute_time(us)"]) <= 0.01 * span
-        assert abs(g["idle_us"] - row["idle_time(us)"]) <= 0.01 * span
+        assert abs(g.span_us - span) <= 0.01 * span
+        assert abs(g.computation_us - row["compute_time(us)"]) <= 0.01 * span
+        assert abs(g.communication_us + g.memory_us - row["non_compute_time(us)"]) <= 0.01 * span
+        assert abs(g.idle_us - row["idle_time(us)"]) <= 0.01 * span

@@ -83,7 +83,7 @@ def test_overlap(job):
     hta, ours = both(job)
     for _, row in hta["overlap"].iterrows():
         a = ours[int(row["rank"])]
-        c = Check(a["gpu"]["span_us"], job in EXACT)
+        c = Check(a["gpu"].span_us, job in EXACT)
         c.pct(f"rank {row['rank']} overlap", a["analyses"].overlap.overlap_pct, row["comp_comm_overlap_pctg"])
         assert not c.bad, c.bad
 
@@ -92,7 +92,7 @@ def test_overlap(job):
 def test_kernel_breakdown(job):
     hta, ours = both(job)
     by_type, per_kernel = hta["kernels"]
-    c = Check(sum(t["gpu"]["span_us"] for t in ours.values()), job in EXACT)  # HTA sums the types over ranks
+    c = Check(sum(t["gpu"].span_us for t in ours.values()), job in EXACT)  # HTA sums the types over ranks
     summed: dict[str, float] = {}
     for t in ours.values():
         for row in t["analyses"].kernels.by_type:
@@ -106,7 +106,7 @@ def test_kernel_breakdown(job):
     for _, row in per_kernel[per_kernel["name"] != "others"].iterrows():
         a = ours[int(row["rank"])]
         k = {r.name: r for r in a["analyses"].kernels.kernels}[row["name"]]
-        rc, what = Check(a["gpu"]["span_us"], job in EXACT), f"rank {row['rank']} {row['name'][:40]}"
+        rc, what = Check(a["gpu"].span_us, job in EXACT), f"rank {row['rank']} {row['name'][:40]}"
         rc.time(f"{what} sum", k.total_us, row["sum (us)"])
         if (row["rank"], row["kernel_type"]) not in grouped:
             # where HTA grouped the tail into "others", its max/min/mean are of the sums, not the kernels
@@ -124,7 +124,7 @@ def test_idle_breakdown(job):
         assert ours[r]["analyses"].idle.streams, "ours answers on every trace"
         if not _answered(hta, ("idle", r)):
             continue
-        c = Check(ours[r]["gpu"]["span_us"], job in EXACT)
+        c = Check(ours[r]["gpu"].span_us, job in EXACT)
         streams = {s.stream: s for s in ours[r]["analyses"].idle.streams}
         h = hta[("idle", r)]
         stream_idle = h.groupby("stream")["idle_time"].sum()  # HTA's ratio column is rounded to 1 %
@@ -144,7 +144,7 @@ def test_launch_stats(job):
         assert ls.launches > 0, "ours answers on every trace"
         if not _answered(hta, ("launch", r)):
             continue
-        h, c = hta[("launch", r)], Check(ours[r]["gpu"]["span_us"], job in EXACT)
+        h, c = hta[("launch", r)], Check(ours[r]["gpu"].span_us, job in EXACT)
         c.count(f"rank {r} launches", ls.launches, h["count"])
         c.time(f"rank {r} cpu median", ls.cpu_duration_us.median, h["cpu_median"])
         c.time(f"rank {r} gpu median", ls.gpu_duration_us.median, h["gpu_median"])
@@ -165,7 +165,7 @@ def test_queue_length(job):
         assert q, "ours answers on every trace"
         if not _answered(hta, ("queue", r)):
             continue
-        c = Check(ours[r]["gpu"]["span_us"], job in EXACT)
+        c = Check(ours[r]["gpu"].span_us, job in EXACT)
         for (_, stream), h in hta[("queue", r)].items():
             c.count(f"rank {r} stream {stream} points", q[stream].count, h["count"])
             c.value(f"rank {r} stream {stream} mean", q[stream].mean, h["mean"])
@@ -181,7 +181,7 @@ def test_memory_bandwidth(job):
         assert kinds, "ours answers on every trace"
         if not _answered(hta, ("bandwidth", r)):
             continue
-        c = Check(ours[r]["gpu"]["span_us"], job in EXACT)
+        c = Check(ours[r]["gpu"].span_us, job in EXACT)
         for (_, kind), h in hta[("bandwidth", r)].items():
             c.count(f"rank {r} {kind} points", kinds[kind].count, h["count"])
             c.value(f"rank {r} {kind} mean GB/s", kinds[kind].mean, h["mean"])

@@ -31,7 +31,7 @@ def test_a_third_of_each_step_in_the_data_loader_is_input_bound_ranked_first(tmp
     (host,) = [f for f in s["findings"] if f.kind == "host_bound"]  # still launch-bound, on what is left
     assert host.time_us_per_step < 167_019  # what it claimed on job2 as recorded, before the loader was added
     for step in s["traces"][0]["per_step"]:
-        assert step["breakdown"]["dataloader_us"] == pytest.approx(step["input_wait_us"], rel=0.01)
+        assert step.breakdown.dataloader_us == pytest.approx(step.input_wait_us, rel=0.01)
 
 
 def test_the_same_run_with_workers_has_no_input_bound(tmp_path):
@@ -69,7 +69,7 @@ def test_a_megatron_style_data_fetch_is_an_input_wait(cat, name, tmp_path):
     path = tmp_path / "rank0.json"
     path.write_text(json.dumps({"traceEvents": events}))
     s = summarize([path])
-    assert [p["input_wait_us"] for p in s["traces"][0]["per_step"]] == [60.0, 60.0, 60.0]
+    assert [p.input_wait_us for p in s["traces"][0]["per_step"]] == [60.0, 60.0, 60.0]
     (f,) = [f for f in s["findings"] if f.kind == "input_bound"]
     assert f.evidence["input_span"] == name and f.share_of_step == pytest.approx(0.6)
     assert "gpu_during_the_wait" not in f.evidence and "GPU" not in f.title

@@ -7,16 +7,14 @@ from __future__ import annotations
 from bridge_plugins.analysis.findings import input_bound
 from bridge_plugins.analysis.findings.model import Finding
 from bridge_plugins.analysis.findings.run import _input_first
-from tests.analysis.finding_inputs import MEDIAN_US, trace
+from tests.analysis.finding_inputs import MEDIAN_US, step_row, trace
 
 JUST = 0.001
 
 
 def _trace(waits: dict[int, float], spans: dict[int, str], gpu: bool = True) -> dict:
     t = trace()
-    t["per_step"] = [
-        {"step": s, "input_wait_us": w, **({"input_span": spans[s]} if s in spans else {})} for s, w in waits.items()
-    ]
+    t["per_step"] = [step_row(s, input_wait_us=w, input_span=spans.get(s)) for s, w in waits.items()]
     if not gpu:
         t["gpu"] = None
     return t

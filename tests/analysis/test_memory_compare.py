@@ -3,31 +3,52 @@ which device is compared, which sites are listed and in what order, on figures w
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from bridge_plugins.analysis.memory.compare import TOP_CHANGES, compare_snapshot_figures
-from bridge_plugins.analysis.memory.snapshot import snapshot_figures
+from bridge_plugins.analysis.jsonable import jsonable
+from bridge_plugins.analysis.memory import snapshot_diff
+from bridge_plugins.analysis.memory.results import (
+    UNKNOWN_SEGMENTS,
+    DeviceFigures,
+    Peak,
+    SiteBytes,
+    SnapshotFigures,
+)
+from bridge_plugins.analysis.memory.snapshot import figures_of
+from bridge_plugins.analysis.memory.snapshot_diff import TOP_CHANGES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
+def compare_snapshot_figures(base: SnapshotFigures, new: SnapshotFigures) -> dict:
+    """The comparison as JSON (what ``memory --compare --json`` prints)."""
+    return jsonable(snapshot_diff.compare_snapshot_figures(base, new))
+
+
+def _sites(sites: dict[str, int]) -> list[SiteBytes]:
+    return [SiteBytes(site=s, bytes=b, count=1, categories={}) for s, b in sites.items()]
+
+
 def _figures(file, peak, reserved, end, end_reserved, at_peak, alive, segments, other_peak=1):
-    """A snapshot's figures as snapshot_figures gives them: the main device and a smaller one."""
-    main = {
-        "peak_allocated": peak,
-        "peak_reserved": reserved,
-        "end_allocated": end,
-        "end_reserved": end_reserved,
-        "sites_at_peak": [{"site": s, "bytes": b} for s, b in at_peak.items()],
-        "alive_at_end": [{"site": s, "bytes": b} for s, b in alive.items()],
-    }
-    small = dict(main, peak_allocated=other_peak, end_allocated=999, sites_at_peak=[], alive_at_end=[])
+    """A snapshot's figures as figures_of gives them: the main device and a smaller one."""
+    main = DeviceFigures(
+        device=0,
+        entries=1,
+        peak_allocated=peak,
+        peak_reserved=reserved,
+        peak=Peak(index=0, time_s=None, site=None, size=None),
+        end_allocated=end,
+        end_reserved=end_reserved,
+        timeline=[],
+        sites_at_peak=_sites(at_peak),
+        alive_at_end=_sites(alive),
+        ooms=[],
+    )
+    small = dataclasses.replace(main, peak_allocated=other_peak, end_allocated=999, sites_at_peak=[], alive_at_end=[])
     count, res, requested = segments
-    return {
-        "file": file,
-        "devices": [small, main],
-        "segments": {"count": count, "reserved": res, "requested": requested},
-    }
+    segs = dataclasses.replace(UNKNOWN_SEGMENTS, count=count, reserved=res, requested=requested)
+    return SnapshotFigures(file=file, source="allocator", devices=[small, main], segments=segs)
 
 
 def test_every_figure_of_the_main_device_and_the_segments_moves_by_new_minus_base():
@@ -56,7 +77,8 @@ def test_an_unknown_base_makes_the_delta_unknown_too():
 
 
 def test_a_snapshot_without_devices_counts_as_zero():
-    empty = {"file": "none.pickle", "devices": [], "segments": {"count": 0, "reserved": 0, "requested": 0}}
+    segs = dataclasses.replace(UNKNOWN_SEGMENTS, reserved=0, requested=0)
+    empty = SnapshotFigures(file="none.pickle", source="allocator", devices=[], segments=segs)
     new = _figures("b", 64, 128, 32, 96, {"m.py:1 f": 64}, {"m.py:2 g": 32}, (1, 128, 100))
     out = compare_snapshot_figures(empty, new)
     assert out["peak_allocated"] == {"base": 0, "new": 64, "delta": 64}
@@ -93,13 +115,13 @@ def test_the_device_with_the_highest_peak_is_compared():
 
 
 def test_two_recipe_snapshots_compare_as_their_own_figures_say():
-    b4, b8 = (snapshot_figures(FIXTURES / f"memory_recipe_b{n}.pickle") for n in (4, 8))
+    b4, b8 = (figures_of(FIXTURES / f"memory_recipe_b{n}.pickle") for n in (4, 8))
     out = compare_snapshot_figures(b4, b8)
-    (d4,), (d8,) = b4["devices"], b8["devices"]
+    (d4,), (d8,) = b4.devices, b8.devices
     assert out["peak_allocated"] == {
-        "base": d4["peak_allocated"],
-        "new": d8["peak_allocated"],
-        "delta": d8["peak_allocated"] - d4["peak_allocated"],
+        "base": d4.peak_allocated,
+        "new": d8.peak_allocated,
+        "delta": d8.peak_allocated - d4.peak_allocated,
     }
     assert out["peak_allocated"]["delta"] > 0  # batch 8 needs more than batch 4
     assert all(r["delta"] == r["new"] - r["base"] != 0 for r in out["sites_at_peak"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 
-from bridge_plugins.analysis.memory.snapshot import snapshot_figures
+from bridge_plugins.analysis.memory.snapshot import figures_of, snapshot_figures
 
 FR = [{"filename": "/job/train.py", "line": 7, "name": "step"}]
 
@@ -83,7 +83,7 @@ def test_each_device_on_its_own_and_the_largest_is_main(tmp_path):
         (0, 500, 500),
         (1, 3000, 0),
     ]
-    assert main_device(s)["device"] == 1
+    assert main_device(figures_of(tmp_path / "s.pickle")).device == 1
     assert s["devices"][0]["alive_at_end"] == [
         {"site": "job/train.py:7 step", "bytes": 500, "count": 1, "categories": {}}
     ]

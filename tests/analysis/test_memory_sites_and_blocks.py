@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from bridge_plugins.analysis.jsonable import jsonable
 from bridge_plugins.analysis.memory.budget import MIN_BUDGET, _data_bytes, budget_for
 from bridge_plugins.analysis.memory.sites import NO_FRAMES, frame_parts, is_library, site_of
 from bridge_plugins.analysis.memory.snapshot import memory_entry
@@ -138,7 +139,7 @@ def test_memory_entry_keeps_figures_with_their_rank_and_a_broken_file_as_a_probl
     for path in (ranked, plain):
         path.write_bytes(pickle.dumps(data, protocol=4))
     broken.write_bytes(b"not a pickle")
-    entry = memory_entry([ranked, broken, plain])
+    entry = jsonable(memory_entry([ranked, broken, plain]))
     assert [(f["file"], f["rank"], f["devices"][0]["peak_allocated"]) for f in entry["files"]] == [
         (str(ranked), 3, 8),
         (str(plain), None, 8),

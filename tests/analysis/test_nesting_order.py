@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge_plugins.analysis.trace import ops
+from bridge_plugins.analysis.analyzers import op_tables
 from bridge_plugins.analysis.trace.nesting import direct_parents, nesting_order
 
 # few distinct values, so ties in start and in duration are common; -0.0 and inf as a trace may hold them
@@ -59,6 +59,6 @@ def test_child_time_is_the_walks_to_the_last_bit(ts, durs):
     n = min(len(ts), len(durs))
     t, d = np.array(ts[:n]), np.array(durs[:n]) * 0.1  # sums of 0.1s: any change of order shows in the bits
     order = nesting_order(t, d)
-    walked = ops._child_time_walk(order, t[order], d[order])
-    child = ops._child_time(t, d)
+    walked = op_tables._child_time_walk(order, t[order], d[order])
+    child = op_tables._child_time(t, d)
     assert child.dtype == np.float64 and child.tobytes() == walked.tobytes()

@@ -33,7 +33,7 @@ def test_a_cpu_only_trace_never_speaks_of_a_gpu():
     s = summarize([next(PUBLIC.glob("cpu_only__*.json.gz"))])
     assert [f.kind for f in s["findings"]] == []
     (step,) = s["traces"][0]["per_step"]
-    assert step["breakdown"]["communication_us"] / step["breakdown"]["step_us"] == pytest.approx(0.851, abs=0.001)
+    assert step.breakdown.communication_us / step.breakdown.step_us == pytest.approx(0.851, abs=0.001)
 
 
 def test_evidence_is_text_in_ms_never_a_dict_or_a_cut_word():

@@ -9,6 +9,7 @@ sweep and against the same GPU events read as a Chrome trace; steps, syncs and l
 from __future__ import annotations
 
 import csv
+import dataclasses
 import gzip
 import json
 import shutil
@@ -142,12 +143,12 @@ def test_gpu_split_equals_an_independent_sweep(standin):
     span = max(e for _, e, _ in rows) - min(s for s, _, _ in rows)
     busy = union([(s, e) for s, e, _ in rows])
     g = summarize([standin])["traces"][0]["gpu"]
-    assert g["span_us"] == pytest.approx(span / 1e3, rel=1e-12)
-    assert g["computation_us"] == pytest.approx(union(comp) / 1e3, rel=1e-12)
-    assert g["communication_total_us"] == pytest.approx(union(comm) / 1e3, rel=1e-12)
-    assert g["communication_us"] == pytest.approx((union(comp + comm) - union(comp)) / 1e3, rel=1e-12)
-    assert g["idle_us"] == pytest.approx((span - busy) / 1e3, rel=1e-12)
-    assert g["communication_us"] > 0 and g["gpu_events"] == len(rows) == 25
+    assert g.span_us == pytest.approx(span / 1e3, rel=1e-12)
+    assert g.computation_us == pytest.approx(union(comp) / 1e3, rel=1e-12)
+    assert g.communication_total_us == pytest.approx(union(comm) / 1e3, rel=1e-12)
+    assert g.communication_us == pytest.approx((union(comp + comm) - union(comp)) / 1e3, rel=1e-12)
+    assert g.idle_us == pytest.approx((span - busy) / 1e3, rel=1e-12)
+    assert g.communication_us > 0 and g.gpu_events == len(rows) == 25
 
 
 def test_gpu_split_equals_the_pytorch_path_on_the_same_events(standin, tmp_path):
@@ -161,15 +162,15 @@ def test_gpu_split_equals_the_pytorch_path_on_the_same_events(standin, tmp_path)
         json.dump({"traceEvents": events}, fh)
     ours, torch_path = (summarize([p])["traces"][0]["gpu"] for p in (standin, chrome))
     assert ours is not None and torch_path is not None
-    for key, value in torch_path.items():
-        assert ours[key] == pytest.approx(value, rel=1e-9, abs=1e-6), key
+    for key, value in dataclasses.asdict(torch_path).items():
+        assert getattr(ours, key) == pytest.approx(value, rel=1e-9, abs=1e-6), key
 
 
 def test_summary_json_names_the_format_and_has_steps_syncs_and_launches(standin):
     s = summarize([standin])
     t = s["traces"][0]
     assert t["format"] == "nsys-sqlite" and t["nsys"].version == "2022.2.1.31"
-    assert t["steps"]["captured"] == list(range(FIRST_STEP, FIRST_STEP + 5))
+    assert t["steps"].captured == list(range(FIRST_STEP, FIRST_STEP + 5))
     a = t["analyses"]
     # per iteration: two blocking copies in, one out, one launch (the 2022.2 export records each call twice)
     assert a.syncs.per_step == dict.fromkeys(range(FIRST_STEP, FIRST_STEP + 5), 3)
@@ -187,7 +188,7 @@ def test_summary_json_names_the_format_and_has_steps_syncs_and_launches(standin)
     assert copies == {"Memcpy HtoD": (10, 10, 10 * 262144000.0), "Memcpy DtoH": (5, 5, 5 * 262144000.0)}
     kinds = {f.kind for f in s["findings"]}
     assert {"sync_point", "memcpy"} <= kinds
-    assert {r["name"]: r["calls"] for r in t["top_cpu_ops"]}["cudaMemcpy"] == 15
+    assert {r.name: r.calls for r in t["top_cpu_ops"]}["cudaMemcpy"] == 15
 
 
 def test_precision_and_per_step_rows_have_the_trace_schema_of_a_chrome_trace(standin):
@@ -195,12 +196,12 @@ def test_precision_and_per_step_rows_have_the_trace_schema_of_a_chrome_trace(sta
     with the keys a Chrome trace's have, and no breakdown (no CPU operators to split a step by)."""
     t = summarize([standin])["traces"][0]
     p = t["precision"]
-    assert (p["device"], p["compute_capability"], p["tensor_cores"]) == ("NVIDIA A100-SXM4-40GB", 8.0, True)
-    assert (p["fp32_us"], p["half_us"], p["fp32_kernels"]) == (0.0, 0.0, [])
-    assert [(r["step"], r["breakdown"], r["input_wait_us"], r["input_span"]) for r in t["per_step"]] == [
+    assert (p.device, p.compute_capability, p.tensor_cores) == ("NVIDIA A100-SXM4-40GB", 8.0, True)
+    assert (p.fp32_us, p.half_us, p.fp32_kernels) == (0.0, 0.0, [])
+    assert [(r.step, r.breakdown, r.input_wait_us, r.input_span) for r in t["per_step"]] == [
         (step, None, 0.0, None) for step in range(FIRST_STEP, FIRST_STEP + 5)
     ]
-    assert [r["time_us"] for r in t["per_step"]] == [d.duration_us for d in t["analyses"].steps]
+    assert [r.time_us for r in t["per_step"]] == [d.duration_us for d in t["analyses"].steps]
 
 
 def test_an_export_without_the_optional_tables_and_columns_is_read(standin):
@@ -214,9 +215,9 @@ def test_an_export_without_the_optional_tables_and_columns_is_read(standin):
         inline = "(SELECT value FROM StringIds WHERE id = demangledName)"
         conn.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = {inline}")  # kernel names inline too
     t = summarize([standin])["traces"][0]
-    assert t["steps"]["count"] == 5 and t["gpu"]["gpu_events"] == 25
-    assert {k["name"]: k["type"] for k in t["top_gpu_kernels"]}[NCCL_NAME] == "communication"
-    assert t["gpu"]["communication_total_us"] > 0 and t["nsys"].stats.gpu_kernels[0].name.startswith(("saxpy", "nccl"))
+    assert t["steps"].count == 5 and t["gpu"].gpu_events == 25
+    assert {k.name: k.type for k in t["top_gpu_kernels"]}[NCCL_NAME] == "communication"
+    assert t["gpu"].communication_total_us > 0 and t["nsys"].stats.gpu_kernels[0].name.startswith(("saxpy", "nccl"))
     assert t["nsys"].version is None and t["nsys"].cupti_synchronizations == {}
 
 
@@ -225,7 +226,7 @@ def test_an_export_with_only_nvtx_has_steps_and_no_gpu(standin):
         for table in ("KERNEL", "MEMCPY", "MEMSET", "RUNTIME", "SYNCHRONIZATION"):
             conn.execute(f"DROP TABLE CUPTI_ACTIVITY_KIND_{table}")
     t = summarize([standin])["traces"][0]
-    assert t["gpu"] is None and t["top_gpu_kernels"] == [] and t["steps"]["count"] == 5
+    assert t["gpu"] is None and t["top_gpu_kernels"] == [] and t["steps"].count == 5
 
 
 def test_bad_inputs_are_one_line_problems(tmp_path, monkeypatch):

@@ -34,14 +34,14 @@ def figures(path: Path) -> dict:
 @pytest.mark.parametrize("version", ["18", "19"])
 def test_an_old_format_trace_gives_todays_figures(version):
     old, today = figures(OLD / f"job128_torch{version}_rank0.json.gz"), figures(J128[0])
-    assert old["steps"]["captured"] == [551, 552]  # ProfilerStep#N is an Operator there
+    assert old["steps"].captured == [551, 552]  # ProfilerStep#N is an Operator there
     for key in ("steps", "per_step", "gpu", "findings"):
         assert old[key] == today[key], key
     # Their user record_function spans are Operators (torch-tb-profiler shows them so too): the
     # operator table has them beside today's operators, and an operator they are nested in loses
     # their time from its self time (All2All_Pooled_WaitBackward: 10025 us against 10198 us).
-    names = {r["name"] for r in old["top_cpu_ops"]}
-    assert {r["name"] for r in today["top_cpu_ops"]} <= names
+    names = {r.name for r in old["top_cpu_ops"]}
+    assert {r.name for r in today["top_cpu_ops"]} <= names
     assert {"## forward ##", "## backward ##", "DistributedDataParallel.forward"} <= names
 
 

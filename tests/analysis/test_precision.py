@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
+from bridge_plugins.analysis.figures import KernelRow
 from bridge_plugins.analysis.summarize import summarize
-from bridge_plugins.analysis.trace.precision import gemm_precision
 from tests.analysis.gpu_traces import FIXTURES
 
 PUBLIC = FIXTURES.parent / "public-traces"
@@ -45,7 +46,7 @@ def test_no_finding_where_tensor_cores_are_not_known_or_not_there():
 
 def test_kernel_names_decide_the_precision():
     rows = [
-        {"name": n, "type": "computation", "total_us": 10.0, "calls": 1}
+        KernelRow(name=n, type="computation", total_us=10.0, calls=1)
         for n in (
             "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn",  # bf16 wins over s16816
             "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32",
@@ -54,4 +55,4 @@ def test_kernel_names_decide_the_precision():
         )
     ]
     p = gemm_precision({"deviceProperties": [{"name": "NVIDIA H100", "computeMajor": 9, "computeMinor": 0}]}, rows)
-    assert (p["half_us"], p["fp32_us"], p["tensor_cores"], p["compute_capability"]) == (20.0, 10.0, True, 9.0)
+    assert (p.half_us, p.fp32_us, p.tensor_cores, p.compute_capability) == (20.0, 10.0, True, 9.0)

@@ -4,6 +4,7 @@ summary with only its precision figures set (tests/analysis/finding_inputs.py)."
 
 from __future__ import annotations
 
+from bridge_plugins.analysis.figures import GemmPrecision
 from bridge_plugins.analysis.findings import precision
 from tests.analysis.finding_inputs import MEDIAN_US, trace
 
@@ -12,14 +13,14 @@ JUST = 0.001
 
 def _fp32(fp32_us: float, half_us: float, capability: float | None = 8.0) -> list:
     t = trace()
-    t["precision"] = {
-        "tensor_cores": True,
-        "fp32_us": fp32_us,
-        "half_us": half_us,
-        "device": "GPU X",
-        "compute_capability": capability,
-        "fp32_kernels": [],
-    }
+    t["precision"] = GemmPrecision(
+        tensor_cores=True,
+        fp32_us=fp32_us,
+        half_us=half_us,
+        device="GPU X",
+        compute_capability=capability,
+        fp32_kernels=[],
+    )
     return precision.check(t)
 
 

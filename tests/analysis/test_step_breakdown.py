@@ -7,10 +7,10 @@ import re
 
 import pytest
 
+from bridge_plugins.analysis.analyzers.step_breakdown import ROLES, parts_of
 from bridge_plugins.analysis.report.html import render
 from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.text.summary import breakdown_line
-from bridge_plugins.analysis.trace.step_breakdown import ROLES
 from tests.analysis.gpu_traces import FIXTURES
 
 PUBLIC = sorted((FIXTURES.parent / "public-traces").glob("*.json.gz"))
@@ -21,7 +21,7 @@ CPU_ONLY = next(p for p in PUBLIC if p.name.startswith("cpu_only__"))
 def test_the_parts_of_each_step_sum_to_it(path):
     for t in summarize([path], top=1)["traces"]:
         for step in t["per_step"]:
-            b = step["breakdown"]
+            b = parts_of(step.breakdown)
             assert sum(b[f"{r}_us"] for r in (*ROLES, "other")) == pytest.approx(b["step_us"], rel=1e-9, abs=1e-3)
             assert (
                 b["step_us"] > 0
@@ -35,9 +35,9 @@ def test_the_report_draws_a_stacked_bar_per_step_with_the_summarys_figures():
     for t in s["traces"]:
         chart = re.search(rf'<figure class="chart" id="chart-step-breakdown-{t["rank"]}".*?</figure>', html).group(0)
         for step in t["per_step"]:
-            bar = re.search(rf'<g class="bar"[^>]* data-step="{step["step"]}".*?</g>', chart).group(0)
+            bar = re.search(rf'<g class="bar"[^>]* data-step="{step.step}".*?</g>', chart).group(0)
             drawn = {k: float(v) for k, v in re.findall(r'data-key="(\w+)" data-value="([-\d.e+]+)"', bar)}
-            expected = {k: v for k, v in step["breakdown"].items() if k in drawn}
+            expected = {k: v for k, v in parts_of(step.breakdown).items() if k in drawn}
             assert drawn == pytest.approx(expected) and len(drawn) == (8 if t["gpu"] else 4)
         if t["gpu"] is None:  # a CPU-only trace: no GPU parts anywhere, in the chart or in the terminal
             assert "kernel" not in chart and "runtime" not in chart

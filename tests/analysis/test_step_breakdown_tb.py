@@ -12,6 +12,7 @@ import os
 
 import pytest
 
+from bridge_plugins.analysis.analyzers.step_breakdown import parts_of
 from bridge_plugins.analysis.summarize import summarize
 from tests.analysis.gpu_traces import FIXTURES
 from tests.fixtures.old_format import load, save, to_old_format, with_data_loading
@@ -37,7 +38,7 @@ def quiet_plugin():
 
 def _agree(path, tmp_path) -> None:
     theirs = tb_steps(path, tmp_path)
-    ours = {s["step"]: s["breakdown"] for s in summarize([path])["traces"][0]["per_step"]}
+    ours = {s.step: parts_of(s.breakdown) for s in summarize([path])["traces"][0]["per_step"]}
     assert theirs and set(theirs) <= set(ours)
     for n, row in theirs.items():
         for key, value in row.items():  # within 1 % of the step (they agree to the microsecond today)

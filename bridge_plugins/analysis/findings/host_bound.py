@@ -49,7 +49,7 @@ def check(trace: TraceSummary) -> list[Finding]:
     if trace["gpu"] is None:
         outside = [s.outside_ops_us for s in a.steps if s.outside_ops_us is not None]
         whole = median(outside)
-        waiting = median([p["breakdown"]["communication_us"] for p in trace["per_step"] if p.get("breakdown")])
+        waiting = median([p.breakdown.communication_us for p in trace["per_step"] if p.breakdown])
         per_step = None if whole is None else whole - explained - (waiting or 0.0)
         if per_step is None or not base.median_us or per_step < MIN_OUTSIDE_SHARE * base.median_us:
             return []
@@ -63,11 +63,11 @@ def check(trace: TraceSummary) -> list[Finding]:
         return [finding(KIND, title, base, per_step, evidence, INPUT_ADVICE, ranks=[rank], timeline=timeline_id(rank))]
     g, stream = trace["gpu"], _busiest_stream(trace)
     input_wait = explained * base.steps  # GPU idle time input_bound explains, over the trace
-    idle = g["idle_us"] - input_wait
-    if stream is None or not g["span_us"] or idle < MIN_IDLE_SHARE * g["span_us"]:
+    idle = g.idle_us - input_wait
+    if stream is None or not g.span_us or idle < MIN_IDLE_SHARE * g.span_us:
         return []
     measured = stream.host_wait_us / stream.idle_us if stream.idle_us else 0.0
-    host_wait = measured * g["idle_us"] - input_wait
+    host_wait = measured * g.idle_us - input_wait
     host_share = host_wait / idle if input_wait else measured
     if host_share < MIN_HOST_WAIT_SHARE:
         return []
@@ -76,7 +76,7 @@ def check(trace: TraceSummary) -> list[Finding]:
     per_step = base.per_step(host_wait)
     evidence = {
         "gpu_idle_us": idle,
-        "gpu_idle_share_of_span": idle / g["span_us"],
+        "gpu_idle_share_of_span": idle / g.span_us,
         "busiest_stream": stream.stream,
         "host_wait_share_of_idle": host_share,
         "kernels_shorter_than_launch": f"{ls.shorter_on_gpu} of {ls.launches}" if ls else None,

@@ -28,7 +28,7 @@ ADVICE = [
 
 def explained_us(trace: TraceSummary) -> float:
     """The input wait per step (the median over the captured steps; 0 without steps)."""
-    return median([p.get("input_wait_us") or 0.0 for p in trace["per_step"]]) or 0.0
+    return median([p.input_wait_us or 0.0 for p in trace["per_step"]]) or 0.0
 
 
 def check(trace: TraceSummary) -> list[Finding]:
@@ -36,9 +36,9 @@ def check(trace: TraceSummary) -> list[Finding]:
     per_step = explained_us(trace)
     if not base.median_us or per_step < MIN_SHARE * base.median_us:
         return []
-    spans = Counter(p["input_span"] for p in steps if p.get("input_span"))
+    spans = Counter(p.input_span for p in steps if p.input_span)
     span = spans.most_common(1)[0][0] if spans else "the input"
-    waiting = {p["step"]: p["input_wait_us"] for p in steps}
+    waiting = {p.step: p.input_wait_us for p in steps}
     evidence: dict = {
         "input_span": span,
         "wait_us_per_step": per_step,

@@ -36,7 +36,7 @@ class StepBase:
 
 def step_base(trace: TraceSummary) -> StepBase:
     st = trace["steps"]
-    return StepBase(max(st["count"], 1), st["median_us"])
+    return StepBase(max(st.count, 1), st.median_us)
 
 
 def finding(

@@ -1,6 +1,6 @@
 """``fp32_gemm``: most GEMM and convolution time runs in fp32 on a GPU with Tensor Cores.
 
-Real when the trace's GPU has Tensor Cores (trace/precision.py: NVIDIA, compute capability >= 7.0),
+Real when the trace's GPU has Tensor Cores (analyzers/gemm_precision.py: NVIDIA, compute capability >= 7.0),
 at least ``MIN_FP32_SHARE`` of the GEMM/convolution kernel time whose precision the names tell is
 fp32 (TF32 included), and that fp32 time is at least ``MIN_STEP_SHARE`` of the median step. The
 time at stake is half the fp32 time per step: an estimate, since bf16 (fp16 before compute
@@ -34,24 +34,22 @@ ADVICE = [
 
 def check(trace: TraceSummary) -> list[Finding]:
     p, base, rank = trace.get("precision"), step_base(trace), trace["rank"]
-    if p is None or not p["tensor_cores"] or not base.median_us:
+    if p is None or not p.tensor_cores or not base.median_us:
         return []
-    classified = p["fp32_us"] + p["half_us"]
-    fp32_per_step = base.per_step(p["fp32_us"])
-    if not classified or p["fp32_us"] < MIN_FP32_SHARE * classified or fp32_per_step < MIN_STEP_SHARE * base.median_us:
+    classified = p.fp32_us + p.half_us
+    fp32_per_step = base.per_step(p.fp32_us)
+    if not classified or p.fp32_us < MIN_FP32_SHARE * classified or fp32_per_step < MIN_STEP_SHARE * base.median_us:
         return []
     evidence = {
-        "device": f"{p['device']} (compute capability {p['compute_capability']:.1f}: Tensor Cores)",
+        "device": f"{p.device} (compute capability {p.compute_capability:.1f}: Tensor Cores)",
         "fp32_gemm_us_per_step": fp32_per_step,
-        "fp32_share_of_gemm_time": p["fp32_us"] / classified,
-        "top_fp32_kernels": [
-            {"name": k["name"], "total_us": k["total_us"], "calls": k["calls"]} for k in p["fp32_kernels"]
-        ],
+        "fp32_share_of_gemm_time": p.fp32_us / classified,
+        "top_fp32_kernels": [{"name": k.name, "total_us": k.total_us, "calls": k.calls} for k in p.fp32_kernels],
     }
-    bf16 = (p["compute_capability"] or 0) >= 8.0
+    bf16 = (p.compute_capability or 0) >= 8.0
     title = (
-        f"rank {rank}: {100 * p['fp32_us'] / classified:.0f} % of GEMM/convolution time runs in fp32 "
-        f"on {p['device']}, whose Tensor Cores run {'bf16' if bf16 else 'fp16'}"
+        f"rank {rank}: {100 * p.fp32_us / classified:.0f} % of GEMM/convolution time runs in fp32 "
+        f"on {p.device}, whose Tensor Cores run {'bf16' if bf16 else 'fp16'}"
     )
     advice = ADVICE if bf16 else FP16_ADVICE + ADVICE[1:2]
     per_step = fp32_per_step * (1 - 1 / SPEEDUP_AT_LEAST)

@@ -114,16 +114,16 @@ def gpu_figures(export: Export) -> GpuFigures | None:
 
 def breakdown(f: GpuFigures) -> GpuBreakdown:
     """The summary's ``gpu`` entry (schema.GpuBreakdown), as gpu_breakdown.breakdown defines it."""
-    return {
-        "span_us": f.span_us,
-        "computation_us": f.computation_us,
-        "communication_us": f.not_memory_us - f.computation_us,
-        "memory_us": f.busy_us - f.not_memory_us,
-        "idle_us": f.span_us - f.busy_us,
-        "communication_total_us": f.communication_us,
-        "gpu_events": f.events,
-        "gpu_events_dropped": 0,
-    }
+    return GpuBreakdown(
+        span_us=f.span_us,
+        computation_us=f.computation_us,
+        communication_us=f.not_memory_us - f.computation_us,
+        memory_us=f.busy_us - f.not_memory_us,
+        idle_us=f.span_us - f.busy_us,
+        communication_total_us=f.communication_us,
+        gpu_events=f.events,
+        gpu_events_dropped=0,
+    )
 
 
 def overlap(f: GpuFigures) -> Overlap:
@@ -148,15 +148,13 @@ def kernel_rows(export: Export, types: dict) -> list[KernelRow]:
     if export.has(MEMSET):
         total, n = export.conn.execute(f"SELECT sum(end - start), count(*) FROM {MEMSET}").fetchone()
         rows += [(MEMSET_NAME, MEMORY, total, n)] if n else []
-    out: list[KernelRow] = [
-        {"name": name, "type": t, "total_us": total / 1e3, "calls": n} for name, t, total, n in rows
-    ]
-    return sorted(out, key=lambda r: (-r["total_us"], r["name"]))
+    out = [KernelRow(name=name, type=t, total_us=total / 1e3, calls=n) for name, t, total, n in rows]
+    return sorted(out, key=lambda r: (-r.total_us, r.name))
 
 
 def device_header(export: Export) -> dict:
     """``TARGET_INFO_GPU`` as a Chrome trace's ``deviceProperties`` (name, compute capability), for
-    trace.precision; empty where the export has no such table."""
+    analyzers.gemm_precision; empty where the export has no such table."""
     if not export.has("TARGET_INFO_GPU", "name", "computeMajor", "computeMinor"):
         return {}
     sql = "SELECT name, computeMajor, computeMinor FROM TARGET_INFO_GPU"

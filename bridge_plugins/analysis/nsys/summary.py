@@ -10,19 +10,20 @@ Figures that need PyTorch's operators or per-stream idle attribution are None, a
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import sys
 from pathlib import Path
 
 from bridge_plugins.analysis.analyzers.all import TraceAnalyses
-from bridge_plugins.analysis.figures import NsysReport, OpRow
+from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
+from bridge_plugins.analysis.analyzers.step_stats import step_stats
+from bridge_plugins.analysis.figures import NsysReport, OpRow, StepRow
 from bridge_plugins.analysis.nsys import copies, gpu, launches, steps
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Export, open_export, sql_errors
 from bridge_plugins.analysis.nsys.launches import calls_once
 from bridge_plugins.analysis.nsys.stats import api_name, nsys_stats
 from bridge_plugins.analysis.schema import TraceAsRead
-from bridge_plugins.analysis.trace.precision import gemm_precision
-from bridge_plugins.analysis.trace.step_stats import step_stats
 from bridge_plugins.jobdir.scan import rank_from_name
 
 FORMAT = "nsys-sqlite"
@@ -46,8 +47,8 @@ def api_rows(export: Export) -> list[OpRow]:
         row = rows.setdefault(api_name(names[name_id]), [0.0, 0])
         row[0] += total / 1e3
         row[1] += n
-    out: list[OpRow] = [{"name": n, "self_us": t, "total_us": t, "calls": int(c)} for n, (t, c) in rows.items()]
-    return sorted(out, key=lambda r: (-r["self_us"], r["name"]))
+    out = [OpRow(name=n, self_us=t, total_us=t, calls=int(c)) for n, (t, c) in rows.items()]
+    return sorted(out, key=lambda r: (-r.self_us, r.name))
 
 
 def _rank(path: Path, export: Export) -> tuple[int | None, str]:
@@ -75,16 +76,9 @@ def _phase(shown: Path, what: str, big: bool) -> None:
         sys.stderr.flush()
 
 
-def _step_row(step: int, time_us: float) -> dict:
+def _step_row(step: int, time_us: float) -> StepRow:
     """A ``per_step`` row: an nsys report has no CPU operators to split the step by (breakdown null)."""
-    return {
-        "step": step,
-        "time_us": time_us,
-        "gpu_idle_share": None,
-        "breakdown": None,
-        "input_wait_us": 0.0,
-        "input_span": None,
-    }
+    return StepRow(step=step, time_us=time_us, gpu_idle_share=None, breakdown=None, input_wait_us=0.0, input_span=None)
 
 
 def _summary(export: Export, shown: Path) -> TraceAsRead:
@@ -121,7 +115,7 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
     rank, source = _rank(shown, export)
     step_figures = step_stats({n: (e - s) / 1e3 for n, (s, e) in found.items()})
     if not found:
-        step_figures["note"] = steps.NO_NVTX_STEPS
+        step_figures = dataclasses.replace(step_figures, note=steps.NO_NVTX_STEPS)
     return {
         "file": str(shown),
         "rank": rank,

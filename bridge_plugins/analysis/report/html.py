@@ -4,7 +4,7 @@ summary (and a comparison) that page.build computed; nothing is read or computed
 Inline SVG drawn here and inline CSS; no script and no external resource, which a
 Content-Security-Policy in the page also enforces (``default-src 'none'``), so the file renders
 the same on an air-gapped login node, in a mail attachment or from a CI artifact. The charts are
-svg.py's, the sections traces.py's, memory.py's and compare.py's.
+svg.py's, the sections traces.py's, memory.py's and run_compare.py's.
 """
 
 from __future__ import annotations
@@ -15,15 +15,17 @@ from html import escape
 from pathlib import Path
 
 from bridge_plugins.analysis import ranks_view
+from bridge_plugins.analysis.memory.results import SnapshotComparison
 from bridge_plugins.analysis.memory.snapshot import main_device
 from bridge_plugins.analysis.report import heatmap
-from bridge_plugins.analysis.report.compare import compare_section
 from bridge_plugins.analysis.report.findings import findings_section, why_section
 from bridge_plugins.analysis.report.memory import memory_section
 from bridge_plugins.analysis.report.parts import card, count, fmt_bytes, fmt_ms, section
+from bridge_plugins.analysis.report.run_compare import compare_section
 from bridge_plugins.analysis.report.step_breakdown import step_breakdown_section
 from bridge_plugins.analysis.report.step_timelines import timelines_section
 from bridge_plugins.analysis.report.traces import gpu_section, steps_section, stragglers_section, tops_section
+from bridge_plugins.analysis.run_compare import RunComparison
 from bridge_plugins.analysis.schema import Summary
 from bridge_plugins.jobdir.atomic_write import write_text_atomically
 
@@ -60,7 +62,7 @@ padding:8px 12px;margin:8px 0}.alert,.problems{background:#fdecea;border-left:4p
 
 def _overview(s: Summary) -> str:
     traces = s["traces"]
-    medians = sorted(t["steps"]["median_us"] for t in traces if t["steps"]["median_us"] is not None)
+    medians = sorted(t["steps"].median_us for t in traces if t["steps"].median_us is not None)
     stragglers = sorted({r for g in s["cross_rank"] for r in g["stragglers"]})
     cards = card("ranks", str(len({t["rank"] for t in traces})), count(len(traces), "trace"))
     if medians:
@@ -72,16 +74,18 @@ def _overview(s: Summary) -> str:
         "see Stragglers",
         cls="alert" if stragglers else "",
     )
-    devices = [main_device(f) for f in ((s.get("memory") or {}).get("files") or [])]
-    peaks = [d["peak_allocated"] for d in devices if d]
+    devices = [main_device(f) for f in (s["memory"].files if s["memory"] else [])]
+    peaks = [d.peak_allocated for d in devices if d]
     if peaks:
         cards += card("peak memory", fmt_bytes(max(peaks)), "allocated, highest snapshot")
     return f'<div class="cards" id="overview">{cards}</div>'
 
 
-def render(summary: Summary, comparison: dict | None = None, memory_comparison: dict | None = None) -> str:
+def render(
+    summary: Summary, comparison: RunComparison | None = None, memory_comparison: SnapshotComparison | None = None
+) -> str:
     """The page for a summary dict (``analysis.summarize``) and optional comparisons."""
-    problems = summary["problems"] + ((comparison or {}).get("problems") or [])
+    problems = summary["problems"] + (comparison.problems if comparison else [])
     problems_html = ""
     if problems:
         items = "".join(f"<li>{escape(p['file'])}: {escape(p['error'])}</li>" for p in problems)

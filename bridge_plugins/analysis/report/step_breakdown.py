@@ -1,16 +1,16 @@
 """The report's "Where each step goes" section: a stacked bar per step, per rank.
 
-The parts are ``per_step[i].breakdown`` (trace/step_breakdown.py: torch-tb-profiler's overview
+The parts are ``per_step[i].breakdown`` (analyzers/step_breakdown.py: torch-tb-profiler's overview
 split), drawn with the report's one stacked-bar chart, so every segment carries its exact figure.
 A CPU-only trace has no GPU parts, and its chart shows none.
 """
 
 from __future__ import annotations
 
+from bridge_plugins.analysis.analyzers.step_breakdown import GPU_PARTS, parts_of
 from bridge_plugins.analysis.report.parts import fmt_ms, rank_label, section
 from bridge_plugins.analysis.report.svg import stacked_hbars
 from bridge_plugins.analysis.schema import Summary
-from bridge_plugins.analysis.trace.step_breakdown import GPU_PARTS
 
 MAX_RANKS = 16  # charts drawn; the rest are in summary --json
 PARTS = [  # (key, label, colour), in the plugin's priority order
@@ -26,20 +26,20 @@ PARTS = [  # (key, label, colour), in the plugin's priority order
 
 
 def step_breakdown_section(s: Summary) -> str:
-    traces = [t for t in s["traces"] if any(p.get("breakdown") for p in t["per_step"])]
+    traces = [t for t in s["traces"] if any(p.breakdown for p in t["per_step"])]
     charts = []
     for t in traces[:MAX_RANKS]:
         gpu = t["gpu"] is not None
         parts = [p for p in PARTS if gpu or p[0].removesuffix("_us") not in GPU_PARTS]
         rows = [
             {
-                "label": f"step {p['step']}",
-                "values": p["breakdown"],
-                "total": p["breakdown"]["step_us"],
-                "data": {"rank": t["rank"], "step": p["step"], "step-us": p["breakdown"]["step_us"]},
+                "label": f"step {p.step}",
+                "values": parts_of(p.breakdown),
+                "total": p.breakdown.step_us,
+                "data": {"rank": t["rank"], "step": p.step, "step-us": p.breakdown.step_us},
             }
             for p in t["per_step"]
-            if p.get("breakdown")
+            if p.breakdown
         ]
         title = f"Where each step goes, {rank_label(t, s['traces'])}"
         charts.append(stacked_hbars(f"chart-step-breakdown-{t['rank']}", title, rows, parts, fmt_ms))

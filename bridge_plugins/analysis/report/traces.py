@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from html import escape
 
+from bridge_plugins.analysis.analyzers.gpu_breakdown import parts_us
 from bridge_plugins.analysis.report.parts import COLOURS, cell, fmt_ms, fmt_pct, name_cell, rank_label, section, table
 from bridge_plugins.analysis.report.svg import deviation_bars, range_hbars, stacked_hbars
 from bridge_plugins.analysis.schema import Summary, TraceSummary
-from bridge_plugins.analysis.trace.gpu_breakdown import parts_us
 
 GPU_PARTS = [
     ("computation", "computation", COLOURS["computation"]),
@@ -20,34 +20,34 @@ GPU_PARTS = [
 
 def steps_section(s: Summary) -> str:
     traces = s["traces"]
-    timed = [t for t in traces if t["steps"]["median_us"] is not None]
+    timed = [t for t in traces if t["steps"].median_us is not None]
     stragglers = {r for g in s["cross_rank"] for r in g["stragglers"]}
     rows = [
         {
             "label": rank_label(t, traces),
-            "min": t["steps"]["min_us"],
-            "median": t["steps"]["median_us"],
-            "max": t["steps"]["max_us"],
+            "min": t["steps"].min_us,
+            "median": t["steps"].median_us,
+            "max": t["steps"].max_us,
             "flag": t["rank"] in stragglers,
             "data": {
                 "rank": t["rank"],
                 "file": t["file"],
-                "count": t["steps"]["count"],
-                "min-us": t["steps"]["min_us"],
-                "median-us": t["steps"]["median_us"],
-                "max-us": t["steps"]["max_us"],
+                "count": t["steps"].count,
+                "min-us": t["steps"].min_us,
+                "median-us": t["steps"].median_us,
+                "max-us": t["steps"].max_us,
             },
         }
         for t in timed
     ]
     untimed = "".join(
-        f"<li>{escape(rank_label(t, traces))}: {escape(t['steps']['note'] or 'no step times')}</li>"
+        f"<li>{escape(rank_label(t, traces))}: {escape(t['steps'].note or 'no step times')}</li>"
         for t in traces
-        if t["steps"]["median_us"] is None
+        if t["steps"].median_us is None
     )
     body = range_hbars("chart-steps", "Step time per rank: median bar, min–max whisker", rows, fmt_ms) if rows else ""
     body += f'<ul class="note">{untimed}</ul>' if untimed else ""
-    captured = sorted({n for t in traces for n in t["steps"]["captured"]})
+    captured = sorted({n for t in traces for n in t["steps"].captured})
     intro = (
         f"From the ProfilerStep spans on each rank's CPU thread. Steps captured: "
         f"{escape(', '.join(map(str, captured)) or 'none')}. A red bar is a straggler (see below)."
@@ -71,18 +71,18 @@ def gpu_section(s: Summary) -> str:
             {
                 "label": rank_label(t, s["traces"]),
                 "values": values,
-                "total": g["span_us"],
-                "data": {"rank": t["rank"], "file": t["file"], "span-us": g["span_us"]},
+                "total": g.span_us,
+                "data": {"rank": t["rank"], "file": t["file"], "span-us": g.span_us},
             }
         )
         table_rows.append(
             f"<td>{escape(rank_label(t, s['traces']))}</td>"
-            + cell(g["span_us"], fmt_ms)
+            + cell(g.span_us, fmt_ms)
             + "".join(
-                cell(values[k], fmt_ms) + f'<td class="num pct">{values[k] / g["span_us"]:.1%}</td>'
+                cell(values[k], fmt_ms) + f'<td class="num pct">{values[k] / g.span_us:.1%}</td>'
                 for k, _, _ in GPU_PARTS
             )
-            + cell(g["communication_total_us"], fmt_ms)
+            + cell(g.communication_total_us, fmt_ms)
         )
     headers = ["rank", "GPU span"] + [h for k, _, _ in GPU_PARTS for h in (k, "%")] + ["all communication"]
     intro = (
@@ -97,23 +97,20 @@ def gpu_section(s: Summary) -> str:
 
 def _ops_table(t: TraceSummary, i: int) -> str:
     rows = [
-        name_cell(r["name"])
-        + cell(r["self_us"], fmt_ms)
-        + cell(r["total_us"], fmt_ms)
-        + f'<td class="num">{r["calls"]}</td>'
+        name_cell(r.name) + cell(r.self_us, fmt_ms) + cell(r.total_us, fmt_ms) + f'<td class="num">{r.calls}</td>'
         for r in t["top_cpu_ops"]
     ]
     return table(f"table-ops-{i}", ["CPU operator", "self", "total", "calls"], rows, "ops")
 
 
 def _kernels_table(t: TraceSummary, i: int) -> str:
-    top = max((r["total_us"] for r in t["top_gpu_kernels"]), default=0) or 1
+    top = max((r.total_us for r in t["top_gpu_kernels"]), default=0) or 1
     rows = [
-        name_cell(r["name"]) + f'<td><span class="tag" style="background:{COLOURS.get(r["type"], "#999")}">'
-        f"{escape(r['type'])}</span></td>"
-        + cell(r["total_us"], fmt_ms)
-        + f'<td class="num">{r["calls"]}</td><td class="meter"><i style="width:{r["total_us"] / top:.1%};'
-        f'background:{COLOURS.get(r["type"], "#999")}"></i></td>'
+        name_cell(r.name) + f'<td><span class="tag" style="background:{COLOURS.get(r.type, "#999")}">'
+        f"{escape(r.type)}</span></td>"
+        + cell(r.total_us, fmt_ms)
+        + f'<td class="num">{r.calls}</td><td class="meter"><i style="width:{r.total_us / top:.1%};'
+        f'background:{COLOURS.get(r.type, "#999")}"></i></td>'
         for r in t["top_gpu_kernels"]
     ]
     return table(f"table-kernels-{i}", ["GPU kernel", "type", "time", "calls", ""], rows, "kernels")

@@ -15,13 +15,13 @@ from rich.table import Table
 from rich.text import Text
 
 from bridge_plugins.analysis import ranks_view
+from bridge_plugins.analysis.analyzers.gpu_breakdown import PARTS, parts_us
+from bridge_plugins.analysis.analyzers.step_breakdown import GPU_PARTS, ROLES, mean_breakdown
 from bridge_plugins.analysis.schema import Summary, TraceSummary
 from bridge_plugins.analysis.text import many_ranks
 from bridge_plugins.analysis.text.cells import ms, pct, short, step_ranges
 from bridge_plugins.analysis.text.findings import analyses_table, findings_table
 from bridge_plugins.analysis.text.memory import brief
-from bridge_plugins.analysis.trace.gpu_breakdown import PARTS, parts_us
-from bridge_plugins.analysis.trace.step_breakdown import GPU_PARTS, ROLES, mean_breakdown
 
 
 def _ranks_table(s: Summary) -> Table:
@@ -36,11 +36,11 @@ def _ranks_table(s: Summary) -> Table:
         t.add_column(col, justify="left" if col in ("rank", "steps") else "right")
     for tr in s["traces"]:
         st, g = tr["steps"], tr["gpu"]
-        row = [str(tr["rank"]), step_ranges(st["captured"]), ms(st["min_us"]), ms(st["median_us"]), ms(st["max_us"])]
+        row = [str(tr["rank"]), step_ranges(st.captured), ms(st.min_us), ms(st.median_us), ms(st.max_us)]
         if gpu and g is None:
             row += ["no GPU events"] + ["-"] * len(PARTS)
         elif gpu and g is not None:
-            span, parts = g["span_us"], parts_us(g)
+            span, parts = g.span_us, parts_us(g)
             row += [ms(span)] + [f"{ms(parts[k])} ({pct(parts[k], span)})" for k in PARTS]
         t.add_row(*row)
     return t
@@ -116,16 +116,16 @@ def _per_rank(s: Summary) -> list:
         out.append(_ranks_table(s))
         out += [Text(line) for tr in s["traces"] if (line := breakdown_line(tr))]
         for tr in s["traces"]:
-            if tr["steps"]["note"]:
-                out.append(Text(f"rank {tr['rank']} ({tr['file']}): {tr['steps']['note']}", style="yellow"))
+            if tr["steps"].note:
+                out.append(Text(f"rank {tr['rank']} ({tr['file']}): {tr['steps'].note}", style="yellow"))
     for tr in s["traces"]:
         label = f"rank {tr['rank']} ({Path(tr['file']).name})"
         if ops := tr["top_cpu_ops"]:
-            rows = [(o["self_us"], o["calls"], o["name"]) for o in ops]
+            rows = [(o.self_us, o.calls, o.name) for o in ops]
             out.append(_top_table(f"Top operators by self time (CPU), {label}", rows))
         if kernels := tr["top_gpu_kernels"]:
-            rows = [(k["total_us"], k["calls"], k["name"]) for k in kernels]
-            out.append(_top_table(f"Top GPU kernels by time, {label}", rows, [k["type"] for k in kernels]))
+            rows = [(k.total_us, k.calls, k.name) for k in kernels]
+            out.append(_top_table(f"Top GPU kernels by time, {label}", rows, [k.type for k in kernels]))
         if "analyses" in tr:
             out.append(analyses_table(tr))
     for group in s["cross_rank"]:
@@ -137,7 +137,7 @@ def _per_rank(s: Summary) -> list:
 def renderables(s: Summary) -> list:
     out = many_ranks.renderables(s) if ranks_view.is_many(s) else _per_rank(s)
     if s["memory"]:
-        out.append(Text(brief(s["memory"]) or "Memory snapshots: " + ", ".join(s["memory"]["snapshots"])))
+        out.append(Text(brief(s["memory"]) or "Memory snapshots: " + ", ".join(s["memory"].snapshots)))
     return out
 
 

@@ -1,1 +1,1 @@
-"""Chrome traces: the streaming reader, the one-pass collector and the figures computed from it."""
+"""Chrome traces: the streaming reader and the one-pass collector; the figures are on the floor above (analyzers/)."""

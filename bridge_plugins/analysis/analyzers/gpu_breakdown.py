@@ -72,16 +72,16 @@ def breakdown(g: GpuEvents, gpu_count: int) -> GpuBreakdown | None:
     computation = _union_length(ts[comp], end[comp])
     not_memory = ~mem
     comp_or_comm = _union_length(ts[not_memory], end[not_memory])  # computation, communication, other
-    return {
-        "span_us": span,
-        "computation_us": computation,
-        "communication_us": comp_or_comm - computation,
-        "memory_us": busy - comp_or_comm,
-        "idle_us": span - busy,
-        "communication_total_us": _union_length(ts[comm], end[comm]),
-        "gpu_events": len(g.ts),
-        "gpu_events_dropped": gpu_count - len(g.ts),
-    }
+    return GpuBreakdown(
+        span_us=span,
+        computation_us=computation,
+        communication_us=comp_or_comm - computation,
+        memory_us=busy - comp_or_comm,
+        idle_us=span - busy,
+        communication_total_us=_union_length(ts[comm], end[comm]),
+        gpu_events=len(g.ts),
+        gpu_events_dropped=gpu_count - len(g.ts),
+    )
 
 
 PARTS = ("computation", "communication", "memory", "idle")
@@ -91,8 +91,8 @@ PARTS = ("computation", "communication", "memory", "idle")
 def parts_us(g: GpuBreakdown) -> dict[str, float]:
     """Each part of ``PARTS`` to its time: the breakdown's ``<part>_us`` fields by part name."""
     return {
-        "computation": g["computation_us"],
-        "communication": g["communication_us"],
-        "memory": g["memory_us"],
-        "idle": g["idle_us"],
+        "computation": g.computation_us,
+        "communication": g.communication_us,
+        "memory": g.memory_us,
+        "idle": g.idle_us,
     }

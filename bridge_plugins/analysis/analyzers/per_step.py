@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from bridge_plugins.analysis.analyzers.gpu_breakdown import _union_length
+from bridge_plugins.analysis.analyzers.step_breakdown import GpuRoles, step_splits
+from bridge_plugins.analysis.figures import StepRow
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_breakdown import _union_length
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
-from bridge_plugins.analysis.trace.step_breakdown import GpuRoles, step_splits
 
 
-def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> list[dict]:
-    """``[{"step": N, "time_us": float, "gpu_idle_share": float | None, "breakdown": {...},
-    "input_wait_us": float, "input_span": str | None}]`` in step order."""
+def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> list[StepRow]:
+    """A row per captured step, in step order."""
     steps = sorted(d.steps)
     idle: dict[int, float | None] = dict.fromkeys(steps)
     if steps and len(g.ts):
@@ -34,4 +34,14 @@ def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -
             if window > 0:
                 idle[n] = 1.0 - _union_length(s - base, e - base) / window
     splits = step_splits(d, g, calls, gpu_roles)
-    return [{"step": n, "time_us": d.steps[n], "gpu_idle_share": idle[n], **splits[n]} for n in steps]
+    return [
+        StepRow(
+            step=n,
+            time_us=d.steps[n],
+            gpu_idle_share=idle[n],
+            breakdown=splits[n].breakdown,
+            input_wait_us=splits[n].input_wait_us,
+            input_span=splits[n].input_span,
+        )
+        for n in steps
+    ]

@@ -7,12 +7,13 @@ span running while no GPU event does. Rules and where we differ: docs/analysis-s
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
-from typing import TypedDict
 
 import numpy as np
 
+from bridge_plugins.analysis.figures import StepBreakdown, StepRow
 from bridge_plugins.analysis.trace.collect import GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, STEP_RE, Collected
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
@@ -29,21 +30,12 @@ DATA_ITERATOR_RE = re.compile(r"(^|: )(get_batch\w*|next\(data_iterator\))$")
 ``file.py(12): get_batch``) and ``next(data_iterator)``."""
 
 
-class StepBreakdown(TypedDict):
-    step_us: float  # the span the parts cover (see the module docstring)
-    kernel_us: float
-    memcpy_us: float
-    memset_us: float
-    communication_us: float
-    runtime_us: float
-    dataloader_us: float
-    cpu_exec_us: float
-    other_us: float
+@dataclass(frozen=True)
+class StepSplit:
+    """One step's split and its input wait (see the module docstring), before per_step adds the rest."""
 
-
-class StepSplit(TypedDict):
     breakdown: StepBreakdown
-    input_wait_us: float  # see the module docstring
+    input_wait_us: float
     input_span: str | None  # the input span that waited longest in the step
 
 
@@ -167,7 +159,7 @@ def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles
     out: dict[int, StepSplit] = {}
     for i, n in enumerate(numbers):
         parts = {f"{r}_us": float(sums[i, j]) for j, r in enumerate(ROLES)}
-        b = StepBreakdown(step_us=float(ends[i] - starts[i]), other_us=float(sums[i, -1]), **parts)  # type: ignore[typeddict-item]
+        b = StepBreakdown(step_us=float(ends[i] - starts[i]), other_us=float(sums[i, -1]), **parts)
         out[n] = StepSplit(breakdown=b, input_wait_us=float(wait[i]), input_span=names[i])
     return out
 
@@ -212,9 +204,14 @@ GPU_PARTS = ("kernel", "memcpy", "memset", "runtime")
 """The parts a CPU-only trace has no use for (always 0 there): renderers leave them out."""
 
 
-def mean_breakdown(per_step: list[dict]) -> dict[str, float] | None:
+def parts_of(b: StepBreakdown) -> dict[str, float]:
+    """A step's breakdown as ``{"<part>_us": us}`` (``step_us`` included), in the JSON's order."""
+    return {f.name: getattr(b, f.name) for f in dataclasses.fields(b)}
+
+
+def mean_breakdown(per_step: list[StepRow]) -> dict[str, float] | None:
     """The steps' breakdowns averaged, part by part (``step_us`` included); None without steps."""
-    rows = [p["breakdown"] for p in per_step if p.get("breakdown")]
+    rows = [parts_of(p.breakdown) for p in per_step if p.breakdown]
     if not rows:
         return None
     return {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}

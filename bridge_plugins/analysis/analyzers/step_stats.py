@@ -18,15 +18,15 @@ NO_STEPS_NOTE = (
 
 
 def step_stats(steps: dict[int, float]) -> StepStats:
-    """{captured: [N...], count, min_us, median_us, max_us, note} for ProfilerStep number -> duration (us)."""
+    """The step times of ProfilerStep number -> duration (us); no steps: a note that says why."""
     if not steps:
-        return {"captured": [], "count": 0, "min_us": None, "median_us": None, "max_us": None, "note": NO_STEPS_NOTE}
+        return StepStats(captured=[], count=0, min_us=None, median_us=None, max_us=None, note=NO_STEPS_NOTE)
     times = list(steps.values())
-    return {
-        "captured": sorted(steps),
-        "count": len(steps),
-        "min_us": min(times),
-        "median_us": statistics.median(times),
-        "max_us": max(times),
-        "note": None,
-    }
+    return StepStats(
+        captured=sorted(steps),
+        count=len(steps),
+        min_us=min(times),
+        median_us=statistics.median(times),
+        max_us=max(times),
+        note=None,
+    )

@@ -80,13 +80,13 @@ def cpu_ops(d: Collected) -> list[OpRow]:
         calls += c
     used = np.flatnonzero(calls)  # as Python numbers in one call per column: 10^5 names are 10^5 rows
     names = d.names
-    rows: list[OpRow] = [
-        {"name": names[i], "self_us": s, "total_us": t, "calls": c}
+    rows = [
+        OpRow(name=names[i], self_us=s, total_us=t, calls=c)
         for i, s, t, c in zip(
             used.tolist(), self_us[used].tolist(), total_us[used].tolist(), calls[used].tolist(), strict=True
         )
     ]
-    return sorted(rows, key=lambda r: (-r["self_us"], r["name"]))
+    return sorted(rows, key=lambda r: (-r.self_us, r.name))
 
 
 def _thread_sums(n: int, ts: np.ndarray, dur: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -170,8 +170,8 @@ def gpu_kernels(d: Collected, keep: np.ndarray, types: list[str]) -> list[Kernel
     ids = np.frombuffer(d.gpu_name, np.int32)[keep] if len(d.gpu_name) else np.zeros(0, np.int32)
     dur = np.frombuffer(d.gpu_dur, np.float64)[keep] if len(d.gpu_dur) else np.zeros(0)
     total, calls = _per_name(len(d.names), ids, dur)
-    rows: list[KernelRow] = [
-        {"name": d.names[i], "type": types[i], "total_us": float(total[i]), "calls": int(calls[i])}
+    rows = [
+        KernelRow(name=d.names[i], type=types[i], total_us=float(total[i]), calls=int(calls[i]))
         for i in np.flatnonzero(calls)
     ]
-    return sorted(rows, key=lambda r: (-r["total_us"], r["name"]))
+    return sorted(rows, key=lambda r: (-r.total_us, r.name))

@@ -36,21 +36,20 @@ def gemm_precision(header: dict, kernels: list[KernelRow]) -> GemmPrecision | No
     fp32: list[KernelRow] = []
     half_us = 0.0
     for k in kernels:
-        name = k["name"]
+        name = k.name
         if not GEMM_RE.search(name):
             continue
         if HALF_RE.search(name):
-            half_us += k["total_us"]
+            half_us += k.total_us
         elif FP32_RE.search(name):
             fp32.append(k)
-    fp32.sort(key=lambda k: -k["total_us"])
+    fp32.sort(key=lambda k: -k.total_us)
     nvidia = device is not None and not NOT_NVIDIA_RE.search(device)
-    out: GemmPrecision = {
-        "device": device,
-        "compute_capability": cc,
-        "tensor_cores": bool(nvidia and cc is not None and cc >= 7.0),
-        "fp32_us": sum(k["total_us"] for k in fp32),
-        "half_us": half_us,
-        "fp32_kernels": fp32[:5],
-    }
-    return out
+    return GemmPrecision(
+        device=device,
+        compute_capability=cc,
+        tensor_cores=bool(nvidia and cc is not None and cc >= 7.0),
+        fp32_us=sum(k.total_us for k in fp32),
+        half_us=half_us,
+        fp32_kernels=fp32[:5],
+    )
