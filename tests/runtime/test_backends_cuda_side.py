@@ -60,9 +60,7 @@ def context(tmp_path, rank=0, trigger=None, **cfg) -> BackendContext:
 
 
 @pytest.mark.parametrize("record_shapes", [True, False])
-def test_nsys_with_a_gpu_opens_the_capture_around_the_window_and_names_each_step(
-    tmp_path, cuda, caplog, record_shapes
-):
+def test_nsys_with_a_gpu_opens_the_capture_around_the_window_and_names_each_step(tmp_path, cuda, caplog, record_shapes):
     caplog.set_level(logging.INFO, logger="bridge_plugins")
     nsys = NsysBackend(context(tmp_path, rank=1, use_nsys_profiler=True, nvtx_per_op=True, record_shapes=record_shapes))
     assert (nsys.cuda, nsys.nvtx, nsys.per_op, nsys.capture_started, nsys.window_range_open) == (
@@ -203,7 +201,9 @@ def test_with_a_gpu_the_window_ends_on_the_gpu_before_the_profiler_stops(tmp_pat
         ("stop",),
         ("export_chrome_trace", staged_json),
     ]
-    assert staged_json.startswith(f"{trace_dir}/.rank1_steps4-5_trigger2.") and staged_json.endswith("/.partial.pt.trace.json")
+    assert staged_json.startswith(f"{trace_dir}/.rank1_steps4-5_trigger2.") and staged_json.endswith(
+        "/.partial.pt.trace.json"
+    )
     (path,) = backend.ctx.writer.paths
     assert path == trace_dir / "rank1_steps4-5_trigger2.pt.trace.json.gz"
     with gzip.open(path, "rt") as f:

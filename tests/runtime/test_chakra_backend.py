@@ -69,9 +69,7 @@ def backend(tmp_path, rank=1, trigger=None) -> ChakraBackend:
     return ChakraBackend(BackendContext(cfg, rank, 2, tmp_path, ArtifactWriter(), trigger))
 
 
-def test_the_observer_records_into_a_private_staging_directory_then_the_trace_is_published(
-    tmp_path, observers, caplog
-):
+def test_the_observer_records_into_a_private_staging_directory_then_the_trace_is_published(tmp_path, observers, caplog):
     caplog.set_level(logging.INFO, logger="bridge_plugins")
     b = backend(tmp_path, rank=1, trigger=3)
     trace_dir = tmp_path / "torch_profile"

@@ -89,7 +89,9 @@ def test_stop_without_start_marks_progress_finished_and_says_when_it_cannot(tmp_
 
     monkeypatch.setattr(on_demand, "publish_progress", full)
     poller(tmp_path, 0, Woken()).stop()
-    assert errors(caplog) == ["rank 0: writing the final on-demand progress failed ([Errno 28] No space left on device)"]
+    assert errors(caplog) == [
+        "rank 0: writing the final on-demand progress failed ([Errno 28] No space left on device)"
+    ]
 
 
 def test_the_step_rate_is_over_the_last_ten_samples(tmp_path, monkeypatch):

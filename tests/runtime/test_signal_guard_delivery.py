@@ -26,8 +26,12 @@ def raised(monkeypatch):
 
 
 def sigterm() -> None:
-    """A real SIGTERM to this process (its Python handler runs before this returns)."""
-    os.kill(os.getpid(), signal.SIGTERM)
+    """A real SIGTERM to this process (its Python handler runs before this returns). A SIGTERM that
+    came out as Ctrl-C would stop the whole test session: it fails this test instead."""
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+    except KeyboardInterrupt:
+        pytest.fail("SIGTERM raised KeyboardInterrupt, as Ctrl-C does")
 
 
 def test_with_the_default_action_the_guard_writes_gives_it_back_and_raises_sigterm_again(raised):

@@ -81,4 +81,8 @@ def test_a_module_without_arguments_is_run(tmp_path, recorded, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delitem(sys.modules, "argv_recorder_alone", raising=False)
     main(["-m", "argv_recorder_alone"])
-    assert recorded() == {"argv": [str(tmp_path / "argv_recorder_alone.py")], "path0": str(tmp_path), "name": "__main__"}
+    assert recorded() == {
+        "argv": [str(tmp_path / "argv_recorder_alone.py")],
+        "path0": str(tmp_path),
+        "name": "__main__",
+    }
