@@ -38,9 +38,7 @@ class MemoryHistoryBackend(Backend):
         self.recording = False
 
     def on_enter(self) -> None:
-        first = (
-            self.directory / f"{snapshot_stem(self.stem, self.rank, trigger=self.ctx.trigger, environ={})}{self.suffix}"
-        )
+        first = self.directory / f"{snapshot_stem(self.stem, self.rank, trigger=self.ctx.trigger)}{self.suffix}"
         if not can_record():  # one line, not "snapshots go to X" followed by "no snapshot"
             log.warning(
                 "rank %d: record_memory_history requested but CUDA is not available: no memory snapshot will be "

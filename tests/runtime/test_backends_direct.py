@@ -272,3 +272,12 @@ def test_a_users_profiler_session_is_left_alone_with_one_line(tmp_path, caplog):
         "rank 1: a torch.profiler session opened outside bridge_plugins is running: it is left alone and this "
         "window (from step 4) writes no PyTorch trace; your session records these steps"
     ]
+
+
+def test_a_session_of_the_legacy_autograd_profiler_counts_as_running():
+    """It sets only torch's C-side flag (not ``torch.autograd.profiler._is_profiler_enabled``)."""
+    from torch.autograd.profiler_legacy import profile
+
+    with profile():
+        assert (torch.autograd.profiler._is_profiler_enabled, profiler_already_running()) == (False, True)
+    assert not profiler_already_running()

@@ -235,3 +235,17 @@ def test_without_the_nvtx_package_a_cpu_torch_has_none(monkeypatch):
 def test_a_dot_snapshot_path_is_refused_before_the_output_dir_exists(tmp_path, value):
     with pytest.raises(ValueError, match="names a directory"):
         resolve_snapshot_path(unchecked(memory_snapshot_path=value), tmp_path / "not_yet")
+
+
+def test_without_the_nvtx_package_a_cuda_torch_emits_them(monkeypatch):
+    """torch.cuda.nvtx stood in by recorders (a CUDA build of torch; this one raises): probed once, then used."""
+    import torch
+
+    calls = []
+    push, pop = (lambda name: calls.append(("push", name))), (lambda: calls.append(("pop",)))
+    monkeypatch.setitem(sys.modules, "nvtx", None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", push)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", pop)
+    ranges = find_nvtx()
+    assert (ranges.source, ranges.available, ranges.push, ranges.pop) == ("torch.cuda.nvtx", True, push, pop)
+    assert calls == [("push", "bridge_plugins.probe"), ("pop",)]

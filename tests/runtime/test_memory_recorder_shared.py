@@ -120,3 +120,45 @@ def test_each_snapshot_says_what_it_is_and_memory_viz_can_read_it(tmp_path, cuda
     ]
     for path in tmp_path.iterdir():  # protocol 4, which memory_viz reads
         assert path.read_bytes()[:2] == b"\x80\x04"
+
+
+def test_recording_starts_capped_at_the_configured_entries_and_a_new_backend_records_nothing_yet(
+    tmp_path, cuda, monkeypatch
+):
+    calls = []
+    monkeypatch.setattr(torch.cuda.memory, "_record_memory_history", lambda **kw: calls.append(kw))
+    cfg = ProfilingConfig(output_dir=str(tmp_path), record_memory_history=True, memory_history_max_entries=1234)
+    b = MemoryHistoryBackend(BackendContext(cfg, 0, 1, tmp_path, ArtifactWriter()))
+    assert b.recording is False
+    b.on_enter()
+    assert calls == [dict(enabled="all", context="all", stacks="python", max_entries=1234)]
+
+
+def test_a_failed_oom_dump_is_one_error_line_and_recording_goes_on(tmp_path, cuda, monkeypatch, caplog):
+    def snapshot_fails():
+        raise RuntimeError("CUDA error: out of memory")
+
+    cfg = ProfilingConfig(output_dir=str(tmp_path), record_memory_history=True)
+    b = MemoryHistoryBackend(BackendContext(cfg, 3, 4, tmp_path, ArtifactWriter()))
+    b.on_enter()
+    monkeypatch.setattr(torch.cuda.memory, "_snapshot", snapshot_fails)
+    (observer,) = cuda.observers
+    observer(0, 1 << 50, 1 << 30, 0)  # returns: the OOM itself reaches the training loop, not our failure
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        "rank 3: writing the OOM memory snapshot failed: CUDA error: out of memory"
+    ]
+    assert b.recording is True and cuda.recording and list(tmp_path.iterdir()) == []
+
+
+def test_on_a_restarted_attempt_the_line_names_the_snapshot_written(tmp_path, cuda, monkeypatch, caplog):
+    """The restart tag is in the announced name as in the written one (a requeued job must not be
+    pointed at the first attempt's file)."""
+    caplog.set_level(logging.INFO, logger="bridge_plugins")
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")
+    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
+    b = backend(tmp_path)
+    b.on_enter()
+    b.window_end(2, 3, sync=True)
+    (announced,) = [m for m in caplog.messages if "memory snapshots go to" in m]
+    assert announced == f"rank 0: memory snapshots go to {tmp_path / 'memory_snapshot_0_restart1.pickle'}"
+    assert [p.name for p in tmp_path.iterdir()] == ["memory_snapshot_0_restart1.pickle"]

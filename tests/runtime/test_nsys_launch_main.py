@@ -169,3 +169,98 @@ def test_main_reads_the_command_line_after_the_program_name(tmp_path, monkeypatc
     with pytest.raises(SystemExit):
         main()
     assert "does not know the option '--unknown'" in capsys.readouterr().err
+
+
+class Exec(Exception):
+    """Raised by the stand-in ``os.execv``: main stops where it would have become nsys."""
+
+
+@pytest.mark.parametrize("gpu", ["1", "0"])
+def test_main_in_this_process_execs_nsys_with_the_plan_its_environment_and_its_lines(
+    tmp_path, monkeypatch, capsys, gpu
+):
+    """The forked test above with ``os.execv`` stood in by a recorder: the same checks, made here."""
+    bindir, _ = stand_in_nsys(tmp_path)
+    monkeypatch.setenv("PATH", f"{bindir}:{system_path_without_nsys()}")
+    monkeypatch.setenv("BRIDGE_PLUGINS_NSYS_GPU", gpu)
+    monkeypatch.setenv("NSYS_NVTX_PROFILER_REGISTER_ONLY", "")  # so that the test's end removes it again
+    monkeypatch.delenv("NSYS_NVTX_PROFILER_REGISTER_ONLY")
+
+    def execv(path, argv):
+        raise Exec(path, argv)
+
+    monkeypatch.setattr(os, "execv", execv)
+    job = ["python", "train.py", "--lr=1"]
+    with pytest.raises(Exec) as execd:
+        main([*PROFILE, "--kill=none", "--newer-option=1", *job])
+    nsys = str(bindir / "nsys")
+    if gpu == "1":
+        options = [*PROFILE[1:], "--kill=none"]
+    else:
+        options = ["-t", "cuda,nvtx", "-o", "r", "--capture-range-end=stop", "--kill=none", "--capture-range=nvtx"]
+        options += ["--nvtx-capture=bridge_plugins.window", "--cpuctxsw=none"]
+    assert execd.value.args == (nsys, [nsys, "profile", *options, *job])
+    assert os.environ.get("NSYS_NVTX_PROFILER_REGISTER_ONLY") == (None if gpu == "1" else "0")
+    out, err = capsys.readouterr()
+    lines = [
+        f"{PREFIX}: warning: nsys 2025.1.1.0-stand-in ({nsys}) does not know --newer-option=1: left out "
+        "(a newer nsys knows it); profiling goes on"
+    ]
+    if gpu == "0":
+        lines.append(
+            f"{PREFIX}: no GPU on {HOST}: capturing the window's NVTX range instead of cudaProfilerApi "
+            "(--capture-range=nvtx --nvtx-capture=bridge_plugins.window)"
+        )
+    assert (out, err.splitlines()) == ("", lines)
+
+
+def test_two_dropped_options_are_named_in_one_line(tmp_path, monkeypatch, capsys):
+    bindir, _ = stand_in_nsys(tmp_path)
+    monkeypatch.setenv("PATH", f"{bindir}:{system_path_without_nsys()}")
+    monkeypatch.setenv("BRIDGE_PLUGINS_NSYS_GPU", "1")
+
+    def execv(path, argv):
+        raise Exec(path, argv)
+
+    monkeypatch.setattr(os, "execv", execv)
+    with pytest.raises(Exec):
+        main([*PROFILE, "--newer-option=1", "--newest=2", "true"])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "does not know --newer-option=1 --newest=2: left out" in line
+
+
+@pytest.mark.parametrize(
+    "env,expected",
+    [
+        ({}, True),
+        ({"CUDA_VISIBLE_DEVICES": "0"}, True),
+        ({"CUDA_VISIBLE_DEVICES": ""}, False),
+        ({"CUDA_VISIBLE_DEVICES": "-1"}, False),
+        ({"BRIDGE_PLUGINS_NSYS_GPU": "0"}, False),
+        ({"BRIDGE_PLUGINS_NSYS_GPU": "2"}, True),
+    ],
+)
+def test_on_a_machine_with_a_gpu_device_file(monkeypatch, env, expected):
+    """``/dev/nvidia0`` stood in (this machine has none): what CUDA_VISIBLE_DEVICES and the override decide."""
+    patterns = []
+    monkeypatch.setattr(glob, "glob", lambda pattern: patterns.append(pattern) or ["/dev/nvidia0"])
+    assert has_gpu(env) is expected
+    assert patterns == (["/dev/nvidia[0-9]*"] if expected else [])  # looked for only when nothing else decides
+
+
+def test_probe_gives_nsys_two_minutes_and_never_raises_on_its_exit_code(monkeypatch):
+    """``subprocess.run`` stood in: an nsys that hangs is stopped after 120 s, one that fails is read anyway."""
+    import subprocess
+
+    calls = []
+
+    def run(argv, **kwargs):
+        calls.append((argv, kwargs))
+        out = "NVIDIA Nsight Systems version 2024.1\n" if argv[1] == "--version" else "\t-o, --output=\n"
+        return subprocess.CompletedProcess(argv, 1, out, "")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    found = probe("/opt/nsys")
+    assert (found.version, found.long_names) == ("2024.1", {"--output"})
+    expected = {"capture_output": True, "text": True, "timeout": 120, "check": False}
+    assert calls == [(["/opt/nsys", "--version"], expected), (["/opt/nsys", "profile", "--help"], expected)]

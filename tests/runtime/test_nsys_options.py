@@ -178,3 +178,23 @@ def test_each_option_the_window_needs_is_refused_when_unknown_in_one_line(needed
         f"nsys 2022.4.2 does not know {needed}, which profiling the window needs: use an Nsight Systems "
         f"whose 'nsys profile --help' lists it (2022.4 or newer does)"
     )
+
+
+def test_a_value_may_hold_an_equals_sign_and_an_option_pair_needs_a_command_after_it():
+    options, command = split_command(["profile", "--env-var=A=1", "-o", "r", "python"], help_())
+    assert options == [Option(("--env-var=A=1",), "--env-var"), Option(("-o", "r"), "--output")]
+    assert command == ["python"]
+    with pytest.raises(OptionsError) as raised:
+        split_command(["profile", "-o", "r"], help_())
+    assert str(raised.value) == "no command to profile after the nsys options"
+
+
+def test_without_a_gpu_each_option_the_plan_adds_or_changes_carries_its_long_name():
+    chosen, _ = fitted(["-t", "cuda", "-c", "cudaProfilerApi", "-o", "r"], gpu=False)
+    assert chosen.options == [
+        Option(("-t", "cuda,nvtx"), "--trace"),
+        Option(("-o", "r"), "--output"),
+        Option(("--capture-range=nvtx",), "--capture-range"),
+        Option(("--nvtx-capture=bridge_plugins.window",), "--nvtx-capture"),
+        Option(("--cpuctxsw=none",), "--cpuctxsw"),
+    ]

@@ -74,3 +74,15 @@ def test_without_a_job_it_prints_the_usage(argv):
     with pytest.raises(SystemExit) as raised:
         main(argv)
     assert raised.value.code == "usage: unquote_argv.py [--quoted] [--nsys-postfix] (-m MODULE | PATH) ARGS..."
+
+
+def test_a_module_without_arguments_is_run(tmp_path, recorded, monkeypatch):
+    (tmp_path / "argv_recorder_alone.py").write_text(RECORDER)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "argv_recorder_alone", raising=False)
+    main(["-m", "argv_recorder_alone"])
+    assert recorded() == {
+        "argv": [str(tmp_path / "argv_recorder_alone.py")],
+        "path0": str(tmp_path),
+        "name": "__main__",
+    }
