@@ -10,12 +10,16 @@ A run fails below MIN_SCORE % killed. BRIDGE_SHARED defaults to the checkout's .
 An entry's optional ``run`` (mutant name patterns) restricts the run to those functions' mutants;
 ``isolation`` is mutmut's process_isolation (default "fork"); ``args``, more pytest arguments (a
 marker selection: ``["-m", "not slow"]``).
-``--save`` also writes the results and the score to benchmarks/results/mutation_MODULE.txt.
+``--save`` also writes the results and the score to benchmarks/results/mutation_MODULE.txt, under a
+``[files]`` line: the sha256 of the files it mutated. ``--rerun-unkilled MODULE`` reruns only the
+mutants that file does not list as killed and saves the merged results: valid after tests were only
+added, so it refuses when the files to mutate differ from that line (run the entry whole then).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import subprocess
 import sys
@@ -32,6 +36,9 @@ def main(argv: list[str]) -> int:
     modules = tomllib.loads((ROOT / "scripts/mutation_modules.toml").read_text())
     save = "--save" in argv
     argv = [a for a in argv if a != "--save"]
+    if argv[:1] == ["--rerun-unkilled"] and len(argv) == 2 and argv[1] in modules:
+        os.environ.setdefault("BRIDGE_SHARED", str(ROOT.parent / "shared"))
+        return _rerun_unkilled(argv[1], modules[argv[1]])
     if argv[:1] == ["--changed"] and len(argv) == 2:
         names = _touched(modules, argv[1])
         print(f"[mutation] entries whose files changed since {argv[1]}: {', '.join(names) or 'none'}", flush=True)
@@ -41,7 +48,8 @@ def main(argv: list[str]) -> int:
         names = argv
     else:
         print(
-            f"usage: scripts/mutation.sh [--save] MODULE... | --all | --changed REV   (MODULE: {', '.join(modules)})",
+            f"usage: scripts/mutation.sh [--save] MODULE... | --all | --changed REV | --rerun-unkilled MODULE"
+            f"   (MODULE: {', '.join(modules)})",
             file=sys.stderr,
         )
         return 2
@@ -59,8 +67,83 @@ def _touched(modules: dict, rev: str) -> list[str]:
     return [name for name, entry in modules.items() if changed & set(entry["mutate"])]
 
 
+def fingerprint(entry: dict) -> str:
+    """The sha256 of the entry's files to mutate, in order: which code a saved result measured."""
+    digest = hashlib.sha256()
+    for path in entry["mutate"]:
+        digest.update(path.encode() + b"\0" + (ROOT / path).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def read_saved(text: str) -> tuple[str | None, dict[str, str]]:
+    """A saved results file: its ``[files]`` fingerprint (None in files saved before it) and each mutant's status."""
+    files = None
+    status: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("[files] "):
+            files = line.split()[-1]
+        elif not line.startswith("[") and ": " in line:
+            mutant, result = line.rsplit(": ", 1)
+            status[mutant] = result
+    return files, status
+
+
+def merged_report(name: str, files: str, status: dict[str, str], note: str = "") -> tuple[str, int, int]:
+    """The results file's text for these statuses (the score last), with killed and checked counts."""
+    checked = [
+        f"{mutant}: {result}" for mutant, result in sorted(status.items()) if result not in ("skipped", "not checked")
+    ]
+    killed = sum(line.endswith(": killed") for line in checked)
+    score = f"[mutation] {name}: {killed} of {len(checked)} mutants killed ({100 * killed / max(1, len(checked)):.0f} %){note}"
+    return "\n".join([f"[files] sha256 {files}", *checked, score]) + "\n", killed, len(checked)
+
+
+def _rerun_unkilled(name: str, entry: dict) -> int:
+    """Rerun the mutants the saved results do not list as killed; save the merged results."""
+    path = Path(ROOT, "benchmarks/results", f"mutation_{name}.txt")
+    files, saved = read_saved(path.read_text()) if path.exists() else (None, {})
+    now = fingerprint(entry)
+    if files != now:
+        why = (
+            "has no [files] line"
+            if path.exists() and files is None
+            else "measured other code"
+            if files
+            else "is missing"
+        )
+        print(
+            f"scripts/mutation.sh: {path.relative_to(ROOT)} {why}: run the entry whole (--save {name})", file=sys.stderr
+        )
+        return 2
+    rerun = sorted(mutant for mutant, result in saved.items() if result != "killed")
+    print(
+        f"[mutation] {name}: rerunning {len(rerun)} of {len(saved)} mutants (those not killed at the saved run)",
+        flush=True,
+    )
+    if not rerun:
+        return 0
+    returncode, status = _mutmut(name, {**entry, "run": rerun})
+    # a mutant this run did not reach keeps its saved status, so a stopped rerun never raises the score
+    fresh = {mutant: status[mutant] for mutant in rerun if status.get(mutant, "not checked") != "not checked"}
+    note = f" -- {len(fresh)} not killed at the saved run rerun, the others as it killed them"
+    report, killed, checked = merged_report(name, now, {**saved, **fresh}, note)
+    print(report, end="")
+    path.write_text(report)
+    return returncode or int(100 * killed < MIN_SCORE * checked)
+
+
 def _run(name: str, entry: dict, save: bool) -> int:
     """Run one entry; 1 if mutmut failed or fewer than MIN_SCORE % of its mutants were killed."""
+    returncode, status = _mutmut(name, entry)
+    report, killed, checked = merged_report(name, fingerprint(entry), status)
+    print(report, end="")
+    if save:
+        Path(ROOT, "benchmarks/results", f"mutation_{name}.txt").write_text(report)
+    return returncode or int(100 * killed < MIN_SCORE * checked)
+
+
+def _mutmut(name: str, entry: dict) -> tuple[int, dict[str, str]]:
+    """mutmut over one entry in a copy of the repository: its exit code and each mutant's status."""
     keep = os.environ.get("MUTATION_DIR")
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=False)
@@ -91,15 +174,12 @@ def _run(name: str, entry: dict, save: bool) -> int:
         results = subprocess.run(
             [sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=tmp, capture_output=True, text=True
         ).stdout
-        lines = [line.strip() for line in results.splitlines() if ":" in line]
-        checked = [line for line in lines if line.rsplit(":", 1)[1].strip() not in ("skipped", "not checked")]
-        killed = sum(line.endswith(": killed") for line in checked)
-        score = f"[mutation] {name}: {killed} of {len(checked)} mutants killed ({100 * killed / max(1, len(checked)):.0f} %)"
-        report = "\n".join([*checked, score]) + "\n"
-        print(report, end="")
-        if save:
-            Path(ROOT, "benchmarks/results", f"mutation_{name}.txt").write_text(report)
-        return run.returncode or int(100 * killed < MIN_SCORE * len(checked))
+        status = {}
+        for line in results.splitlines():
+            if ":" in line:
+                mutant, result = line.rsplit(":", 1)
+                status[mutant.strip()] = result.strip()
+        return run.returncode, status
 
 
 if __name__ == "__main__":
