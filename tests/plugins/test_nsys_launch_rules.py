@@ -47,6 +47,13 @@ def test_options_merge_by_their_decoded_flag_names():
     assert merge_nsys_args(["-x"], ["-u", "1", "-u", "2", "-y"]) == ["-x", "-u", "1", "-y"]  # no chain: as written
 
 
+def test_an_option_the_chain_cannot_decode_is_kept_as_written_and_named_as_written():
+    """A launcher option that is no shell word (an unbalanced quote) is compared, and kept, as it is."""
+    chain = QuotingChain(("shell",))
+    assert merge_nsys_args(["'odd", "-x", "1"], [chain.encode("-x=2")], chain) == ["'odd", "-x=2"]
+    assert merge_nsys_args(["-y", "'odd"], [], chain) == ["-y", "'odd"]
+
+
 def test_an_option_that_cannot_be_requoted_for_gpu_metrics_is_refused_naming_the_plugin(tmp_path):
     plain, metrics = QuotingChain(("shell",)), QuotingChain(("shell", "single_quoted"))
     with pytest.raises(ValueError, match=r"^P: the launcher's nsys option \"'bad\" cannot be re-quoted for nsys GPU"):

@@ -13,7 +13,8 @@ import pytest
 
 from bridge_plugins import FaultTolerancePlugin, ProfilingConfig
 from bridge_plugins.plugins import ProfilingPluginWarning
-from bridge_plugins.plugins.partial_config import PROFILING, plan_section, read_section
+from bridge_plugins.plugins.partial_config import PROFILING, find_config_container, plan_section, read_section
+from recipes.config import ConfigContainer
 from tests.launch_support import assigned, foreign_pretrain
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
@@ -138,3 +139,42 @@ def test_ft_switches_nsys_off_in_a_section_whose_class_only_the_fallback_tells(t
     assert messages[1].startswith("FaultTolerancePlugin: nsys profiling is disabled")
     assert task.cfg.profiling.__fn_or_cls__ is ProfilingConfig
     assert task.cfg.profiling.__arguments__ == {"use_nsys_profiler": False}
+
+
+def _pretrain_many(config: Any = None, other: Any = None, more: Any = None) -> None:
+    """A training function with several arguments that may hold a profiling section."""
+
+
+def test_the_argument_named_config_wins_over_another_with_a_profiling_field():
+    task = run.Partial(_pretrain_many, config=run.Config(ConfigContainer), other=run.Config(ConfigContainer))
+    assert find_config_container("P", task) is task.config
+
+
+def test_two_profiling_arguments_none_named_config_are_refused_by_the_whole_line():
+    task = run.Partial(_pretrain_many, config=3, other=run.Config(ConfigContainer), more=run.Config(ConfigContainer))
+    with pytest.raises(TypeError) as raised:
+        find_config_container("P", task)
+    assert str(raised.value) == (
+        "P: run.Partial(_pretrain_many) has several arguments with a 'profiling' field (['more', 'other']); "
+        "name the one to profile 'config'"
+    )
+
+
+class TrainCallable:
+    """A callable object as the Partial's function: it has no ``__qualname__`` of its own."""
+
+    def __call__(self, steps: int = 1) -> None:
+        """Train."""
+
+    def __repr__(self) -> str:
+        return "<TrainCallable>"
+
+
+def test_a_partial_of_a_callable_object_is_named_by_its_repr():
+    task = run.Partial(TrainCallable(), steps=2)
+    with pytest.raises(TypeError) as raised:
+        find_config_container("P", task)
+    assert str(raised.value) == (
+        "P: run.Partial(<TrainCallable>) has no configured argument with a 'profiling' field (arguments: "
+        "['steps']); pass the ConfigContainer as run.Partial(<TrainCallable>, config=...)"
+    )
