@@ -178,3 +178,13 @@ def test_a_partial_of_a_callable_object_is_named_by_its_repr():
         "P: run.Partial(<TrainCallable>) has no configured argument with a 'profiling' field (arguments: "
         "['steps']); pass the ConfigContainer as run.Partial(<TrainCallable>, config=...)"
     )
+
+
+def test_tuples_are_written_as_lists():
+    """fiddle keeps a tuple as a tuple; the job's section takes lists (``profile_ranks``)."""
+    container = run.Config(ConfigContainer)
+    container.profiling = run.Config(ProfilingConfig, profile_ranks=(2, 3))
+    edit, merged = plan_section("P", container, PROFILING, {"profile_step_start": 1}, fallback=ProfilingConfig)
+    edit()
+    assert merged == {"profile_ranks": [2, 3], "profile_step_start": 1}
+    assert type(container.profiling.profile_ranks) is list

@@ -85,3 +85,11 @@ def test_an_invalid_recipe_section_is_refused_naming_the_plugin_and_keeping_the_
     assert (
         str(raised.value) == f"NsysPlugin: the recipe's profiling config combined with the plugin is invalid: {error}"
     )
+
+
+def test_a_value_holding_an_equals_sign_is_sent_once(tmp_path):
+    """Megatron Bridge's keys are told apart from ours by the name before the first '='."""
+    task = tiny_gpt_script()
+    PyTorchProfilerPlugin(memory_snapshot_path="snap=1.pickle").setup(task, assigned(run.LocalExecutor(), tmp_path))
+    sent = [a for a in task.args if a.startswith("profiling.memory_snapshot_path=")]
+    assert sent == ['profiling.memory_snapshot_path="snap=1.pickle"']
