@@ -1,0 +1,47 @@
+"""run.Script args and routes, exactly (nothing is launched): an arg the task already has for a key
+the plugin writes is replaced, not repeated; a task routed through unquote_argv.py by path (not
+``-m``) is re-routed, or un-routed, back to that path."""
+
+from __future__ import annotations
+
+import nemo_run as run
+import pytest
+
+from bridge_plugins import PyTorchProfilerPlugin
+from bridge_plugins.plugins.script_overrides import UNQUOTE_ARGV, plan_script_args
+from recipes.tiny_gpt import tiny_gpt_script
+from tests.launch_support import assigned
+
+pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
+
+
+def test_an_arg_for_a_key_the_plugin_writes_is_replaced_by_the_plugins_value(tmp_path):
+    task = tiny_gpt_script("profiling.profile_step_start=3", "train.train_iters=8", "profiling.profile_ranks=[5]")
+    PyTorchProfilerPlugin(profile_step_start=5, profile_step_end=6).setup(task, assigned(run.LocalExecutor(), tmp_path))
+    assert task.args == [
+        "train.train_iters=8",
+        "profiling.use_pytorch_profiler=true",
+        "profiling.profile_step_start=5",
+        "profiling.profile_step_end=6",
+        "profiling.profile_ranks=[0]",
+        "profiling.record_memory_history=false",
+        "profiling.memory_snapshot_path=memory_snapshot.pickle",
+        "profiling.record_shapes=false",
+    ]
+
+
+def _routed(*args: str) -> run.Script:
+    return run.Script(path=UNQUOTE_ARGV, args=["--quoted", "/jobs/train.py", *args], entrypoint="python")
+
+
+@pytest.mark.parametrize(
+    ("route", "path", "args"),
+    [
+        ((), "/jobs/train.py", ["a=2"]),  # no fix left: the script runs by its own path again
+        (("--quoted", "--nsys-postfix"), UNQUOTE_ARGV, ["--quoted", "--nsys-postfix", "/jobs/train.py", "a=2"]),
+    ],
+)
+def test_a_task_routed_by_path_is_rerouted_to_the_same_path(route, path, args):
+    task = _routed("a=1")
+    plan_script_args(task, ["a=2"], route)()
+    assert (task.path, task.m, task.args) == (path, False, args)
