@@ -188,3 +188,32 @@ def test_tuples_are_written_as_lists():
     edit()
     assert merged == {"profile_ranks": [2, 3], "profile_step_start": 1}
     assert type(container.profiling.profile_ranks) is list
+
+
+@dataclass
+class NoNsysProfiling:
+    """A declared profiling class without ``use_nsys_profiler``."""
+
+    profile_step_start: int = 0
+
+
+@dataclass
+class DeclaredWithoutNsys:
+    profiling: NoNsysProfiling | None = None
+
+
+def test_ft_names_itself_when_the_declared_profiling_class_lacks_the_nsys_switch(tmp_path):
+    """The section holds another class's config with nsys on, so FT must switch it off, but the
+    declared class has no such field: the warning names the plugin, then fiddle refuses the section
+    (setup changes nothing)."""
+    task = run.Partial(foreign_pretrain, cfg=run.Config(DeclaredWithoutNsys))
+    task.cfg.profiling = run.Config(ProfilingConfig, use_nsys_profiler=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(TypeError):
+            FaultTolerancePlugin().setup(task, assigned(run.LocalExecutor(), tmp_path))
+    assert [str(w.message) for w in caught if issubclass(w.category, ProfilingPluginWarning)][1] == (
+        "FaultTolerancePlugin: tests.plugins.test_partial_sections.NoNsysProfiling has no field(s) "
+        "['use_nsys_profiler']; not set"
+    )
+    assert task.cfg.profiling.__fn_or_cls__ is ProfilingConfig and task.cfg.profiling.use_nsys_profiler is True
