@@ -9,7 +9,7 @@ import pytest
 
 from bridge_plugins import FaultTolerancePlugin, PyTorchProfilerPlugin
 from bridge_plugins.plugins.quoting import QuotingChain
-from bridge_plugins.plugins.script_overrides import UNQUOTE_ARGV, plan_script_args
+from bridge_plugins.plugins.script_overrides import UNQUOTE_ARGV, plan_script_args, split_route
 from recipes.tiny_gpt import tiny_gpt_script
 from tests.launch_support import assigned, slurm
 
@@ -73,3 +73,19 @@ def test_a_users_arg_the_new_launcher_cannot_carry_is_refused_naming_the_plugin(
         "quoting breaks it on this executor (Docker, or Slurm with nsys GPU metrics, with torchrun)"
     )
     assert task.args == [arg]
+
+
+@pytest.mark.parametrize(
+    ("args", "head", "own"),
+    [
+        (
+            ["--quoted", "--nsys-postfix", "-m", "recipes.train", "a=1"],
+            ["--quoted", "--nsys-postfix", "-m", "recipes.train"],
+            ["a=1"],
+        ),
+        (["/jobs/train.py", "a=1"], ["/jobs/train.py"], ["a=1"]),  # no option left: the script is the head
+        (["--quoted"], ["--quoted"], []),  # options only: nothing is read past the end
+    ],
+)
+def test_a_route_head_is_its_options_then_the_script(args, head, own):
+    assert split_route(run.Script(path=UNQUOTE_ARGV, args=args, entrypoint="python")) == (head, own)
