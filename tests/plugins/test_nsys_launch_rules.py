@@ -139,3 +139,17 @@ def test_a_users_quoted_option_replaces_nemo_runs_default_in_place(tmp_path):
         "--cuda-graph-trace=node",
         "--cuda-event-trace=false",
     ]
+
+
+@pytest.mark.parametrize(("ranks", "nodes"), [(None, "0"), ([1], "1")])
+def test_gpu_metrics_sample_the_nodes_of_the_profiled_ranks_rank_0_by_default(ranks, nodes, tmp_path):
+    """profile_ranks=None profiles rank 0 (Megatron Bridge's default), so only its node is sampled."""
+    executor = assigned(slurm(nodes=2, ntasks_per_node=1), tmp_path)
+    NsysPlugin(nsys_gpu_metrics=True, profile_ranks=ranks).setup(tiny_gpt_script(), executor)
+    assert executor.env_vars["GPU_METRICS_NODES"] == nodes
+
+
+def test_trace_and_extra_args_given_as_tuples_are_kept_as_lists():
+    plugin = NsysPlugin(nsys_trace=("nvtx", "osrt"), nsys_extra_args=("--stats=false",))
+    assert (plugin.nsys_trace, plugin.nsys_extra_args) == (["nvtx", "osrt"], ["--stats=false"])
+    assert type(plugin.nsys_trace) is list and type(plugin.nsys_extra_args) is list
