@@ -83,6 +83,7 @@ def test_a_users_arg_the_new_launcher_cannot_carry_is_refused_naming_the_plugin(
             ["--quoted", "--nsys-postfix", "-m", "recipes.train"],
             ["a=1"],
         ),
+        (["--quoted", "/jobs/train.py", "a=1"], ["--quoted", "/jobs/train.py"], ["a=1"]),  # by path: one word
         (["/jobs/train.py", "a=1"], ["/jobs/train.py"], ["a=1"]),  # no option left: the script is the head
         (["--quoted"], ["--quoted"], []),  # options only: nothing is read past the end
     ],
