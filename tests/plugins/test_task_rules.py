@@ -13,7 +13,7 @@ import pytest
 from bridge_plugins import NsysPlugin, ProfilingConfig, PyTorchProfilerPlugin
 from bridge_plugins.plugins import ProfilingPluginWarning
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
-from tests.launch_support import assigned
+from tests.launch_support import ForeignContainer, assigned, foreign_pretrain, slurm
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
@@ -93,3 +93,14 @@ def test_a_value_holding_an_equals_sign_is_sent_once(tmp_path):
     PyTorchProfilerPlugin(memory_snapshot_path="snap=1.pickle").setup(task, assigned(run.LocalExecutor(), tmp_path))
     sent = [a for a in task.args if a.startswith("profiling.memory_snapshot_path=")]
     assert sent == ['profiling.memory_snapshot_path="snap=1.pickle"']
+
+
+def test_an_output_dir_asked_for_is_reported_when_the_section_cannot_hold_it(tmp_path):
+    """Unasked, the job dir default is dropped silently; asked for, its loss is said."""
+    task = run.Partial(foreign_pretrain, cfg=run.Config(ForeignContainer), steps=3)
+    messages = _messages(lambda: NsysPlugin(output_dir="/out").setup(task, assigned(slurm(), tmp_path)))
+    assert messages == [
+        "NsysPlugin: tests.launch_support.ForeignProfilingConfig has no field(s) ['output_dir']; not set"
+    ]
+    unasked = run.Partial(foreign_pretrain, cfg=run.Config(ForeignContainer), steps=3)
+    assert _messages(lambda: NsysPlugin().setup(unasked, assigned(slurm(), tmp_path / "b"))) == []
