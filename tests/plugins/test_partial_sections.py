@@ -11,7 +11,7 @@ from typing import Any
 import nemo_run as run
 import pytest
 
-from bridge_plugins import FaultTolerancePlugin, ProfilingConfig
+from bridge_plugins import FaultTolerancePlugin, ProfilingConfig, PyTorchProfilerPlugin
 from bridge_plugins.plugins import ProfilingPluginWarning
 from bridge_plugins.plugins.partial_config import PROFILING, find_config_container, plan_section, read_section
 from recipes.config import ConfigContainer
@@ -217,3 +217,10 @@ def test_ft_names_itself_when_the_declared_profiling_class_lacks_the_nsys_switch
         "['use_nsys_profiler']; not set"
     )
     assert task.cfg.profiling.__fn_or_cls__ is ProfilingConfig and task.cfg.profiling.use_nsys_profiler is True
+
+
+def test_a_profiler_plugin_writes_bridge_plugins_class_where_only_the_fallback_tells(tmp_path):
+    task = run.Partial(foreign_pretrain, cfg=run.Config(AnyProfiling))
+    PyTorchProfilerPlugin(profile_step_start=1, profile_step_end=2).setup(task, assigned(run.LocalExecutor(), tmp_path))
+    assert task.cfg.profiling.__fn_or_cls__ is ProfilingConfig
+    assert (task.cfg.profiling.use_pytorch_profiler, task.cfg.profiling.profile_step_end) == (True, 2)
