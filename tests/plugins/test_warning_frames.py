@@ -58,13 +58,13 @@ def test_the_warning_names_the_first_line_outside_the_libraries():
     assert (w.filename, w.lineno, str(w.message), w.category) == (__file__, line, "M", ProfilingPluginWarning)
 
 
-def test_a_caller_outside_the_libraries_is_named_at_once():
+def test_a_frame_outside_the_libraries_is_named_at_once():
     warner = _function(_WARNER, "warn_here", "user_code", "<user>")
     (w,) = _caught(lambda: warner(_warn_as_it_runs(), "M"))
     assert (w.filename, w.lineno) == ("<user>", 3)
 
 
-def test_a_caller_without_a_module_name_is_named_at_once():
+def test_a_frame_without_a_module_name_is_named_at_once():
     """Code run by ``exec`` with bare globals has no ``__name__``: not a library frame."""
     warner = _function(_WARNER, "warn_here", None, "<exec>")
     caller = _function(_CALLER, "library_call", "bridge_plugins.fake", "<bridge_plugins>")
@@ -72,6 +72,6 @@ def test_a_caller_without_a_module_name_is_named_at_once():
     assert (w.filename, w.lineno) == ("<exec>", 3)
 
 
-def test_the_category_is_passed_on():
+def test_the_warning_category_is_passed_on():
     (w,) = _caught(lambda: _warn_as_it_runs()("N", edits.NsysNotFoundWarning))
     assert (str(w.message), w.category, w.filename) == ("N", edits.NsysNotFoundWarning, __file__)
