@@ -7,7 +7,8 @@ from __future__ import annotations
 import nemo_run as run
 import pytest
 
-from bridge_plugins import PyTorchProfilerPlugin
+from bridge_plugins import NsysPlugin, PyTorchProfilerPlugin
+from bridge_plugins.config.profiling import OUTPUT_DIR_ENV
 from bridge_plugins.plugins.executor_traits import CONTAINER_JOB_DIR, _slurm_has_container, job_dir_seen_by_job
 from recipes.tiny_gpt import tiny_gpt_script
 from tests.launch_support import assigned, slurm
@@ -53,3 +54,26 @@ def test_a_value_docker_with_torchrun_cannot_carry_is_refused_naming_the_plugin(
         "nsys GPU metrics, with torchrun)"
     )
     assert task.args == []
+
+
+def test_a_slurm_job_sees_its_job_dir_under_the_tunnels(tmp_path):
+    executor = assigned(slurm(tunnel=run.SSHTunnel(host="cluster", user="me", job_dir="/remote/jobs")), tmp_path)
+    assert executor.tunnel.job_dir.startswith("/remote/jobs")
+    assert job_dir_seen_by_job(executor) == f"{executor.tunnel.job_dir}/job"
+
+
+@pytest.mark.parametrize(("output_dir", "env"), [(None, True), ("/out", False)])
+def test_the_job_dir_default_travels_in_the_environment_only_when_no_output_dir_is_asked(output_dir, env, tmp_path):
+    executor = assigned(run.LocalExecutor(), tmp_path)
+    PyTorchProfilerPlugin(output_dir=output_dir).setup(tiny_gpt_script(), executor)
+    assert (OUTPUT_DIR_ENV in executor.env_vars) is env
+
+
+def test_a_users_arg_the_gpu_metrics_wrapper_cannot_carry_is_refused_naming_the_plugin(tmp_path):
+    task = tiny_gpt_script("note=it's")
+    with pytest.raises(ValueError) as raised:
+        NsysPlugin(nsys_gpu_metrics=True).setup(task, assigned(slurm(), tmp_path))
+    assert str(raised.value) == (
+        "NsysPlugin: the task's arg \"note=it's\" cannot be re-quoted for the new launcher (it is not what NeMo "
+        "Run's quoting on this executor produces); remove or simplify it"
+    )
