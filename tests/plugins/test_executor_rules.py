@@ -60,6 +60,8 @@ def test_a_slurm_job_sees_its_job_dir_under_the_tunnels(tmp_path):
     executor = assigned(slurm(tunnel=run.SSHTunnel(host="cluster", user="me", job_dir="/remote/jobs")), tmp_path)
     assert executor.tunnel.job_dir.startswith("/remote/jobs")
     assert job_dir_seen_by_job(executor) == f"{executor.tunnel.job_dir}/job"
+    executor.tunnel = None  # no tunnel at all: the executor's own job dir
+    assert job_dir_seen_by_job(executor) == executor.job_dir == str(tmp_path / "exp" / "job")
 
 
 @pytest.mark.parametrize(("output_dir", "env"), [(None, True), ("/out", False)])
