@@ -5,13 +5,17 @@ Experiment's wait for jobs that were never launched, so NeMo Run waits for nothi
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import nemo_run as run
 import pytest
 from nemo_run.run.experiment import Job
 from torchx.specs.api import AppState
 
+from bridge_plugins import NsysPlugin
 from bridge_plugins.plugins.nsys_outcome import WRAPPER_ERROR, failure_line, say_why_failed
+from recipes.tiny_gpt import tiny_gpt_script
+from tests.launch_support import slurm
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
@@ -70,7 +74,8 @@ def test_a_failed_job_on_the_plugins_executor_is_said_once_with_its_reason(tmp_p
             _job("theirs", other, AppState.FAILED),
             _job("j1", mine, AppState.FAILED),
             _job("j2", no_dir, AppState.FAILED),
-        ]
+            SimpleNamespace(id="group", executors=[mine], state=AppState.FAILED, handles=[], launched=False),
+        ]  # the last is shaped like a JobGroup: executors, no executor
         exp._wait_for_jobs(jobs=jobs)  # what exp.run() calls; none was launched, so none is waited for
         err = capsys.readouterr().err.splitlines()
     assert err == [
@@ -83,3 +88,16 @@ def test_outside_an_experiment_nothing_is_registered_but_the_executor_is_marked(
     executor = run.LocalExecutor()
     say_why_failed("NsysPlugin", executor)
     assert executor._bridge_plugins_says_why_failed is True
+
+
+def test_nsys_plugin_registers_the_report_under_its_own_name(capsys):
+    with run.Experiment("failure-line", log_level="WARN") as exp:
+        exp.add(tiny_gpt_script(), executor=slurm(), plugins=[NsysPlugin()], name="job")
+        (job,) = exp.jobs
+        job.state = AppState.FAILED
+        capsys.readouterr()
+        exp._wait_for_jobs(jobs=[job])
+        err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"[bridge_plugins] NsysPlugin: job {job.id} FAILED: no log was written (logs under {job.executor.job_dir})"
+    ]

@@ -47,6 +47,13 @@ def test_options_merge_by_their_decoded_flag_names():
     assert merge_nsys_args(["-x"], ["-u", "1", "-u", "2", "-y"]) == ["-x", "-u", "1", "-y"]  # no chain: as written
 
 
+def test_an_option_the_chain_cannot_decode_is_kept_as_written_and_named_as_written():
+    """A launcher option that is no shell word (an unbalanced quote) is compared, and kept, as it is."""
+    chain = QuotingChain(("shell",))
+    assert merge_nsys_args(["'odd", "-x", "1"], [chain.encode("-x=2")], chain) == ["'odd", "-x=2"]
+    assert merge_nsys_args(["-y", "'odd"], [], chain) == ["-y", "'odd"]
+
+
 def test_an_option_that_cannot_be_requoted_for_gpu_metrics_is_refused_naming_the_plugin(tmp_path):
     plain, metrics = QuotingChain(("shell",)), QuotingChain(("shell", "single_quoted"))
     with pytest.raises(ValueError, match=r"^P: the launcher's nsys option \"'bad\" cannot be re-quoted for nsys GPU"):
@@ -132,3 +139,17 @@ def test_a_users_quoted_option_replaces_nemo_runs_default_in_place(tmp_path):
         "--cuda-graph-trace=node",
         "--cuda-event-trace=false",
     ]
+
+
+@pytest.mark.parametrize(("ranks", "nodes"), [(None, "0"), ([1], "1")])
+def test_gpu_metrics_sample_the_nodes_of_the_profiled_ranks_rank_0_by_default(ranks, nodes, tmp_path):
+    """profile_ranks=None profiles rank 0 (Megatron Bridge's default), so only its node is sampled."""
+    executor = assigned(slurm(nodes=2, ntasks_per_node=1), tmp_path)
+    NsysPlugin(nsys_gpu_metrics=True, profile_ranks=ranks).setup(tiny_gpt_script(), executor)
+    assert executor.env_vars["GPU_METRICS_NODES"] == nodes
+
+
+def test_trace_and_extra_args_given_as_tuples_are_kept_as_lists():
+    plugin = NsysPlugin(nsys_trace=("nvtx", "osrt"), nsys_extra_args=("--stats=false",))
+    assert (plugin.nsys_trace, plugin.nsys_extra_args) == (["nvtx", "osrt"], ["--stats=false"])
+    assert type(plugin.nsys_trace) is list and type(plugin.nsys_extra_args) is list
