@@ -15,7 +15,7 @@ from bridge_plugins import FaultTolerancePlugin, ProfilingConfig, PyTorchProfile
 from bridge_plugins.plugins import ProfilingPluginWarning
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
 from tests.launch_support import ForeignContainer, ForeignFT, assigned, foreign_pretrain, slurm
-from tests.plugins.test_nsys_launch_rules import UnlistedExecutor
+from tests.plugins.executor_doubles import UnlistedExecutor
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 

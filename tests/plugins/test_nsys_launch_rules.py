@@ -4,7 +4,6 @@ GPU metrics, which plugin a refusal or warning names, the GPU metrics nodes, ft_
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ from bridge_plugins.plugins.nsys_launcher import _gpu_metrics_nodes, merge_nsys_
 from bridge_plugins.plugins.quoting import QuotingChain
 from recipes.tiny_gpt import tiny_gpt_script
 from tests.launch_support import assigned, slurm
+from tests.plugins.executor_doubles import UnlistedExecutor
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
@@ -61,13 +61,6 @@ def test_an_option_that_cannot_be_requoted_for_gpu_metrics_is_refused_naming_the
     executor = assigned(slurm(launcher=Launcher(nsys_extra_args=["'bad"])), tmp_path)
     with pytest.raises(ValueError, match=r"^NsysPlugin: the launcher's nsys option \"'bad\" cannot be re-quoted"):
         NsysPlugin(nsys_gpu_metrics=True).setup(tiny_gpt_script(), executor)
-
-
-class UnlistedExecutor(run.Executor):
-    """An executor the plugins have never seen."""
-
-    def assign(self, exp_id, exp_dir, task_id, task_dir):
-        self.experiment_id, self.experiment_dir, self.job_dir = exp_id, exp_dir, os.path.join(exp_dir, task_dir)
 
 
 def test_an_unlisted_executor_is_refused_by_the_nsys_plugin_by_name(tmp_path):

@@ -5,34 +5,13 @@ wait is on the poller's own wake-up (an Event), bounded."""
 from __future__ import annotations
 
 import logging
-import threading
 
 import pytest
 
 from bridge_plugins import ProfilingConfig
 from bridge_plugins.jobdir.on_demand import POLL_ENV, Request, publish_request, read_progress, requests_dir
 from bridge_plugins.runtime.on_demand import RequestPoller, log_accepted
-
-
-class Woken:
-    """The controller's side: a lock, and ``wake`` that sets an Event the test waits on."""
-
-    def __init__(self) -> None:
-        self.lock, self.event = threading.RLock(), threading.Event()
-
-    def wake(self) -> None:
-        assert self.lock._is_owned()  # the poller calls wake() with the controller's lock held
-        self.event.set()
-
-
-def take_when_woken(poller: RequestPoller, woken: Woken, step: int, want: int) -> list[Request]:
-    """Take what the poller queued at each wake-up until ``want`` requests came (10 s at most)."""
-    taken: list[Request] = []
-    while len(taken) < want:
-        assert woken.event.wait(10), taken
-        woken.event.clear()
-        taken += poller.take(step)
-    return taken
+from tests.runtime.poller_support import Woken, take_when_woken
 
 
 @pytest.mark.parametrize("rank", [0, 1])

@@ -14,7 +14,7 @@ from bridge_plugins import ProfilingConfig
 from bridge_plugins.jobdir.on_demand import POLL_ENV, publish_request, read_progress, requests_dir
 from bridge_plugins.runtime import on_demand
 from bridge_plugins.runtime.on_demand import RequestPoller
-from tests.runtime.test_request_poller import Woken, take_when_woken
+from tests.runtime.poller_support import Woken, take_when_woken
 
 
 def poller(tmp_path, rank, woken, world_size=2) -> RequestPoller:
