@@ -89,13 +89,15 @@ def read_saved(text: str) -> tuple[str | None, dict[str, str]]:
 
 
 def merged_report(name: str, files: str, status: dict[str, str], note: str = "") -> tuple[str, int, int]:
-    """The results file's text for these statuses (the score last), with killed and checked counts."""
-    checked = [
-        f"{mutant}: {result}" for mutant, result in sorted(status.items()) if result not in ("skipped", "not checked")
-    ]
+    """The results file's text for these statuses (the score last, over the mutants run), with killed and
+    checked counts; a mutant not run is listed as "not checked", so ``--rerun-unkilled`` runs it."""
+    listed = [f"{mutant}: {result}" for mutant, result in sorted(status.items()) if result != "skipped"]
+    checked = [line for line in listed if not line.endswith(": not checked")]
     killed = sum(line.endswith(": killed") for line in checked)
-    score = f"[mutation] {name}: {killed} of {len(checked)} mutants killed ({100 * killed / max(1, len(checked)):.0f} %){note}"
-    return "\n".join([f"[files] sha256 {files}", *checked, score]) + "\n", killed, len(checked)
+    unrun = f"; {len(listed) - len(checked)} not run" if len(listed) > len(checked) else ""
+    percent = 100 * killed / max(1, len(checked))
+    score = f"[mutation] {name}: {killed} of {len(checked)} mutants killed ({percent:.0f} %){unrun}{note}"
+    return "\n".join([f"[files] sha256 {files}", *listed, score]) + "\n", killed, len(checked)
 
 
 def _rerun_unkilled(name: str, entry: dict) -> int:

@@ -23,16 +23,19 @@ def mutation():
 
 def test_a_saved_file_reads_back_its_fingerprint_and_every_status(mutation):
     status = {"m.x__mutmut_2": "survived", "m.x__mutmut_1": "killed", "m.y__mutmut_1": "timeout"}
-    text, killed, checked = mutation.merged_report("demo", "abc", {**status, "m.z__mutmut_1": "not checked"})
+    text, killed, checked = mutation.merged_report(
+        "demo", "abc", {**status, "m.z__mutmut_1": "not checked", "m.w__mutmut_1": "skipped"}
+    )
     assert text.splitlines() == [
         "[files] sha256 abc",
         "m.x__mutmut_1: killed",
         "m.x__mutmut_2: survived",
         "m.y__mutmut_1: timeout",
-        "[mutation] demo: 1 of 3 mutants killed (33 %)",
+        "m.z__mutmut_1: not checked",
+        "[mutation] demo: 1 of 3 mutants killed (33 %); 1 not run",
     ]
     assert (killed, checked) == (1, 3)
-    assert mutation.read_saved(text) == ("abc", status)
+    assert mutation.read_saved(text) == ("abc", {**status, "m.z__mutmut_1": "not checked"})
 
 
 def test_a_file_saved_before_fingerprints_has_none(mutation):
