@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from bridge_plugins.analysis.analyzers.gpu_breakdown import PARTS, parts_us
-from bridge_plugins.analysis.schema import GpuBreakdown, Summary, TraceSummary
+from bridge_plugins.analysis.schema import CrossRankRow, GpuBreakdown, Summary, TraceSummary
 
 MANY_RANKS = 32
 """From this many traces on, summary and report show the many-ranks view."""
@@ -126,14 +126,14 @@ def spreads(summary: Summary) -> list[Spread]:
     return [s for s in out if s is not None]
 
 
-def stragglers(summary: Summary) -> list[dict]:
+def stragglers(summary: Summary) -> list[CrossRankRow]:
     """The cross-rank rows of the stragglers, most behind first (by step, then computation excess)."""
-    rows = [r for g in summary["cross_rank"] for r in g["ranks"] if r["straggler"]]
-    return sorted(rows, key=lambda r: (-(r["step_vs_median"] or 0.0), -(r["computation_vs_median"] or 0.0), r["rank"]))
+    rows = [r for g in summary["cross_rank"] for r in g.ranks if r.straggler]
+    return sorted(rows, key=lambda r: (-(r.step_vs_median or 0.0), -(r.computation_vs_median or 0.0), r.rank))
 
 
 def waiting_count(summary: Summary) -> int:
-    return sum(len(g["waiting"]) for g in summary["cross_rank"])
+    return sum(len(g.waiting) for g in summary["cross_rank"])
 
 
 def detail(summary: Summary, most: int = 3) -> list[TraceSummary]:
@@ -141,5 +141,5 @@ def detail(summary: Summary, most: int = 3) -> list[TraceSummary]:
     by_rank: dict[int, TraceSummary] = {}
     for t in summary["traces"]:
         by_rank.setdefault(t["rank"], t)
-    chosen = [by_rank[r["rank"]] for r in stragglers(summary)[:most] if r["rank"] in by_rank]
+    chosen = [by_rank[r.rank] for r in stragglers(summary)[:most] if r.rank in by_rank]
     return chosen or summary["traces"][:1]

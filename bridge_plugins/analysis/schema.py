@@ -25,7 +25,17 @@ from bridge_plugins.analysis.memory.results import MemoryEntry
 if TYPE_CHECKING:  # a type only: the Summary's types load no analyzer (numpy); no cycle (tests/test_import_graph.py)
     from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 
-__all__ = ["Finding", "GemmPrecision", "GpuBreakdown", "KernelRow", "NsysReport", "OpRow", "StepStats"]
+__all__ = [
+    "CrossRankGroup",
+    "CrossRankRow",
+    "Finding",
+    "GemmPrecision",
+    "GpuBreakdown",
+    "KernelRow",
+    "NsysReport",
+    "OpRow",
+    "StepStats",
+]
 __all__ += ["StepBreakdown", "StepRow"]
 __all__ += ["Problem", "Summary", "TraceAsRead", "TraceSummary"]
 
@@ -43,6 +53,35 @@ class Finding:
     advice: list[str]  # what to try, first the most likely to help
     ranks: list[int] = field(default_factory=list)
     timeline: str | None = None  # id of the report's timeline this is about
+
+
+@dataclass(kw_only=True)
+class CrossRankRow:
+    """One rank of a cross-rank group (cross_rank.py): its medians, how far above the group's
+    median each is (a fraction; None where either is missing), and its verdict."""
+
+    rank: int
+    file: str
+    step_median_us: float | None
+    computation_us: float | None
+    communication_total_us: float | None
+    step_vs_median: float | None
+    computation_vs_median: float | None
+    communication_vs_median: float | None
+    straggler: bool
+    straggler_reasons: list[str]  # 'step', 'computation'; [] unless a straggler
+    waiting: bool  # waits on a straggler: communication at or above the median
+
+
+@dataclass(kw_only=True)
+class CrossRankGroup:
+    """The traces that captured the same steps, compared (cross_rank.py)."""
+
+    steps: list[int]
+    medians: dict[str, float | None]  # step_median_us, computation_us, communication_total_us across the ranks
+    ranks: list[CrossRankRow]
+    stragglers: list[int]
+    waiting: list[int]
 
 
 class _OtherFormat(TypedDict, total=False):
@@ -92,6 +131,6 @@ class Summary(TypedDict):
     inputs: list[str]
     findings: list[Finding]
     traces: list[TraceSummary]
-    cross_rank: list[dict]  # stragglers.cross_rank
+    cross_rank: list[CrossRankGroup]  # cross_rank.py
     memory: MemoryEntry | None  # the snapshots given and their figures (memory.results)
     problems: list[dict[str, str]]

@@ -27,7 +27,7 @@ def test_step_times_of_a_cpu_trace(runs):
     assert st.max_us < wall  # every ProfilerStep span lies inside the run
     names = [r.name for r in t["top_cpu_ops"]]
     assert any(n.startswith("aten::") for n in names) and len(names) == 10
-    assert s["cross_rank"][0]["stragglers"] == []
+    assert s["cross_rank"][0].stragglers == []
 
 
 def test_compare_two_windows_of_the_recipe(runs):

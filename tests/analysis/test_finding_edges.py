@@ -18,6 +18,7 @@ from bridge_plugins.analysis.findings import (
     straggler,
     sync_point,
 )
+from bridge_plugins.analysis.schema import CrossRankGroup, CrossRankRow
 from tests.analysis.finding_inputs import real_trace, trace
 
 
@@ -150,25 +151,32 @@ def test_memcpy_without_a_bandwidth_analysis_counts_blocking_copies():
 
 
 # ---------------------------------------------------------------- straggler
-def _rank(rank: int, step: float | None, comp: float | None, reasons: list[str], straggler_: bool = True) -> dict:
-    return {
-        "rank": rank,
-        "step_median_us": step,
-        "computation_us": comp,
-        "step_vs_median": None,
-        "computation_vs_median": None,
-        "straggler": straggler_,
-        "straggler_reasons": reasons,
-    }
+def _rank(
+    rank: int, step: float | None, comp: float | None, reasons: list[str], straggler_: bool = True
+) -> CrossRankRow:
+    return CrossRankRow(
+        rank=rank,
+        file=f"rank{rank}.json",
+        step_median_us=step,
+        computation_us=comp,
+        communication_total_us=None,
+        step_vs_median=None,
+        computation_vs_median=None,
+        communication_vs_median=None,
+        straggler=straggler_,
+        straggler_reasons=reasons,
+        waiting=False,
+    )
 
 
-def _straggler(steps: list[int], step: float | None, comp: float | None, rank: dict) -> list:
-    group = {
-        "steps": steps,
-        "medians": {"step_median_us": step, "computation_us": comp},
-        "ranks": [_rank(0, step, comp, [], straggler_=False), rank],
-        "waiting": [0],
-    }
+def _straggler(steps: list[int], step: float | None, comp: float | None, rank: CrossRankRow) -> list:
+    group = CrossRankGroup(
+        steps=steps,
+        medians={"step_median_us": step, "computation_us": comp},
+        ranks=[_rank(0, step, comp, [], straggler_=False), rank],
+        stragglers=[rank.rank],
+        waiting=[0],
+    )
     return straggler.check({"cross_rank": [group]})  # type: ignore[typeddict-item]
 
 

@@ -67,19 +67,19 @@ def _one_slow_step() -> list[Finding]:
 def _stragglers_without_step_times() -> list[Finding]:
     summary = copy.deepcopy(_summary("job128"))
     for group in summary["cross_rank"]:
-        group["medians"]["step_median_us"] = None
-        for r in group["ranks"]:
-            r["step_median_us"] = None
+        group.medians["step_median_us"] = None
+        for r in group.ranks:
+            r.step_median_us = None
     return straggler.check(summary)
 
 
 def _stragglers_by_step_time() -> list[Finding]:
     summary = copy.deepcopy(_summary("job128"))
     for group in summary["cross_rank"]:
-        group["medians"]["computation_us"] = None
-        for r in group["ranks"]:
-            r["computation_us"] = None
-            r["straggler"], r["straggler_reasons"] = r["rank"] == 1, ["step time"]
+        group.medians["computation_us"] = None
+        for r in group.ranks:
+            r.computation_us = None
+            r.straggler, r.straggler_reasons = r.rank == 1, ["step time"]
     return straggler.check(summary)
 
 

@@ -63,16 +63,16 @@ def test_kernel_and_operator_tables(job128):
 
 def test_straggler_is_the_rank_with_more_computation_and_the_other_waits(job128):
     (group,) = job128["cross_rank"]
-    assert group["steps"] == [551, 552]
-    assert group["stragglers"] == [1] and group["waiting"] == [0]
-    r1 = group["ranks"][1]
-    assert r1["straggler_reasons"] == ["computation"] and r1["computation_vs_median"] == pytest.approx(0.1279, abs=1e-3)
+    assert group.steps == [551, 552]
+    assert group.stragglers == [1] and group.waiting == [0]
+    r1 = group.ranks[1]
+    assert r1.straggler_reasons == ["computation"] and r1.computation_vs_median == pytest.approx(0.1279, abs=1e-3)
 
 
 def test_traces_of_other_steps_are_compared_apart():
     s = summarize(J128 + [FIXTURES / "job2_rank0.json.gz"])
-    assert [g["steps"] for g in s["cross_rank"]] == [[4, 5, 6], [551, 552]]
-    assert s["cross_rank"][0]["stragglers"] == [] and len(s["cross_rank"][0]["ranks"]) == 1
+    assert [g.steps for g in s["cross_rank"]] == [[4, 5, 6], [551, 552]]
+    assert s["cross_rank"][0].stragglers == [] and len(s["cross_rank"][0].ranks) == 1
 
 
 def test_rank_falls_back_to_our_file_name_without_distributed_info(tmp_path):

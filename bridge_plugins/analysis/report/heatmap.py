@@ -130,7 +130,7 @@ def _spread_table(s: Summary) -> str:
 def stragglers_section(s: Summary) -> str:
     rows = ranks_view.stragglers(s)
     table_rows = [
-        rank_figure_cells(r) + f"<td>{escape(', '.join(r['straggler_reasons']))}</td>" for r in rows[:STRAGGLER_ROWS]
+        rank_figure_cells(r) + f"<td>{escape(', '.join(r.straggler_reasons))}</td>" for r in rows[:STRAGGLER_ROWS]
     ]
     more = len(rows) - STRAGGLER_ROWS
     note = f'<p class="note">and {more} more stragglers: summary --json lists every rank.</p>' if more > 0 else ""

@@ -63,7 +63,7 @@ padding:8px 12px;margin:8px 0}.alert,.problems{background:#fdecea;border-left:4p
 def _overview(s: Summary) -> str:
     traces = s["traces"]
     medians = sorted(t["steps"].median_us for t in traces if t["steps"].median_us is not None)
-    stragglers = sorted({r for g in s["cross_rank"] for r in g["stragglers"]})
+    stragglers = sorted({r for g in s["cross_rank"] for r in g.stragglers})
     cards = card("ranks", str(len({t["rank"] for t in traces})), count(len(traces), "trace"))
     if medians:
         mid = statistics.median(medians)

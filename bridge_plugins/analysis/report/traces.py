@@ -8,7 +8,7 @@ from html import escape
 from bridge_plugins.analysis.analyzers.gpu_breakdown import parts_us
 from bridge_plugins.analysis.report.parts import COLOURS, cell, fmt_ms, fmt_pct, name_cell, rank_label, section, table
 from bridge_plugins.analysis.report.svg import deviation_bars, range_hbars, stacked_hbars
-from bridge_plugins.analysis.schema import Summary, TraceSummary
+from bridge_plugins.analysis.schema import CrossRankGroup, CrossRankRow, Summary, TraceSummary
 
 GPU_PARTS = [
     ("computation", "computation", COLOURS["computation"]),
@@ -21,7 +21,7 @@ GPU_PARTS = [
 def steps_section(s: Summary) -> str:
     traces = s["traces"]
     timed = [t for t in traces if t["steps"].median_us is not None]
-    stragglers = {r for g in s["cross_rank"] for r in g["stragglers"]}
+    stragglers = {r for g in s["cross_rank"] for r in g.stragglers}
     rows = [
         {
             "label": rank_label(t, traces),
@@ -130,34 +130,34 @@ def tops_section(s: Summary) -> str:
     return section("tops", "Top operators and kernels", "".join(blocks), intro)
 
 
-def _straggler_words(group: dict) -> str:
-    by_rank = {r["rank"]: r for r in group["ranks"]}
-    if not group["stragglers"]:
+def _straggler_words(group: CrossRankGroup) -> str:
+    by_rank = {r.rank: r for r in group.ranks}
+    if not group.stragglers:
         return "No straggler: every rank's step and compute time is close to the median."
     parts = []
-    for rank in group["stragglers"]:
+    for rank in group.stragglers:
         r = by_rank[rank]
-        why = ", ".join(f"{k} {fmt_pct(r[f'{k}_vs_median'])}" for k in r["straggler_reasons"])
+        why = ", ".join(f"{k} {fmt_pct(getattr(r, f'{k}_vs_median'))}" for k in r.straggler_reasons)
         parts.append(f"<b>rank {rank}</b> ({escape(why)} vs the median)")
-    waiting = ", ".join(f"rank {w}" for w in group["waiting"]) or "none"
+    waiting = ", ".join(f"rank {w}" for w in group.waiting) or "none"
     return f"Straggler: {', '.join(parts)}. Waiting on it (most time in communication): {escape(waiting)}."
 
 
-def rank_figure_cells(r: dict) -> str:
+def rank_figure_cells(r: CrossRankRow) -> str:
     """A cross-rank row's rank and its six figures (step, computation, communication: time and vs the median)."""
     return (
-        f"<td>rank {r['rank']}</td>"
-        + cell(r["step_median_us"], fmt_ms)
-        + cell(r["step_vs_median"], fmt_pct)
-        + cell(r["computation_us"], fmt_ms)
-        + cell(r["computation_vs_median"], fmt_pct)
-        + cell(r["communication_total_us"], fmt_ms)
-        + cell(r["communication_vs_median"], fmt_pct)
+        f"<td>rank {r.rank}</td>"
+        + cell(r.step_median_us, fmt_ms)
+        + cell(r.step_vs_median, fmt_pct)
+        + cell(r.computation_us, fmt_ms)
+        + cell(r.computation_vs_median, fmt_pct)
+        + cell(r.communication_total_us, fmt_ms)
+        + cell(r.communication_vs_median, fmt_pct)
     )
 
 
 def stragglers_section(s: Summary) -> str:
-    groups = [g for g in s["cross_rank"] if len(g["ranks"]) > 1]
+    groups = [g for g in s["cross_rank"] if len(g.ranks) > 1]
     if not groups:
         return section(
             "stragglers", "Stragglers", '<p class="note">One rank only: nothing to compare across ranks.</p>'
@@ -171,23 +171,22 @@ def stragglers_section(s: Summary) -> str:
     for gi, g in enumerate(groups):
         rows = [
             {
-                "label": f"rank {r['rank']}"
-                + (" (straggler)" if r["straggler"] else " (waiting)" if r["waiting"] else ""),
-                "flag": r["straggler"],
+                "label": f"rank {r.rank}" + (" (straggler)" if r.straggler else " (waiting)" if r.waiting else ""),
+                "flag": r.straggler,
                 "values": {
-                    "step": r["step_vs_median"],
-                    "computation": r["computation_vs_median"],
-                    "communication": r["communication_vs_median"],
+                    "step": r.step_vs_median,
+                    "computation": r.computation_vs_median,
+                    "communication": r.communication_vs_median,
                 },
                 "data": {
-                    "rank": r["rank"],
-                    "straggler": str(r["straggler"]).lower(),
-                    "waiting": str(r["waiting"]).lower(),
+                    "rank": r.rank,
+                    "straggler": str(r.straggler).lower(),
+                    "waiting": str(r.waiting).lower(),
                 },
             }
-            for r in g["ranks"]
+            for r in g.ranks
         ]
-        steps = ", ".join(map(str, g["steps"]))
+        steps = ", ".join(map(str, g.steps))
         blocks.append(
             f'<p class="verdict">{_straggler_words(g)}</p>'
             + deviation_bars(
@@ -195,8 +194,8 @@ def stragglers_section(s: Summary) -> str:
             )
         )
         table_rows = [
-            rank_figure_cells(r) + f"<td>{'straggler' if r['straggler'] else 'waiting' if r['waiting'] else ''}</td>"
-            for r in g["ranks"]
+            rank_figure_cells(r) + f"<td>{'straggler' if r.straggler else 'waiting' if r.waiting else ''}</td>"
+            for r in g.ranks
         ]
         blocks.append(
             table(

@@ -57,12 +57,12 @@ def _stragglers_table(s: Summary) -> Table | Text:
 
     for r in rows[:STRAGGLER_ROWS]:
         t.add_row(
-            str(r["rank"]),
-            ms(r["step_median_us"]),
-            rel(r["step_vs_median"]),
-            ms(r["computation_us"]),
-            rel(r["computation_vs_median"]),
-            Text(", ".join(r["straggler_reasons"]), style="bold red"),
+            str(r.rank),
+            ms(r.step_median_us),
+            rel(r.step_vs_median),
+            ms(r.computation_us),
+            rel(r.computation_vs_median),
+            Text(", ".join(r.straggler_reasons), style="bold red"),
         )
     if len(rows) > STRAGGLER_ROWS:
         t.caption = f"and {len(rows) - STRAGGLER_ROWS} more (summary --json or report lists every rank)"

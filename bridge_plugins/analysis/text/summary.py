@@ -17,7 +17,7 @@ from rich.text import Text
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.analyzers.gpu_breakdown import PARTS, parts_us
 from bridge_plugins.analysis.analyzers.step_breakdown import GPU_PARTS, ROLES, mean_breakdown
-from bridge_plugins.analysis.schema import Summary, TraceSummary
+from bridge_plugins.analysis.schema import CrossRankGroup, Summary, TraceSummary
 from bridge_plugins.analysis.text import many_ranks
 from bridge_plugins.analysis.text.cells import ms, pct, short, step_ranges
 from bridge_plugins.analysis.text.findings import analyses_table, findings_table
@@ -59,9 +59,9 @@ def _top_table(title: str, rows: list[tuple[float, int, str]], type_column: list
     return t
 
 
-def _cross_rank_table(group: dict) -> Table:
+def _cross_rank_table(group: CrossRankGroup) -> Table:
     t = Table(
-        title=f"Across ranks, steps {step_ranges(group['steps'])}: stragglers and who waits on them",
+        title=f"Across ranks, steps {step_ranges(group.steps)}: stragglers and who waits on them",
         title_justify="left",
     )
     for col in (
@@ -79,21 +79,19 @@ def _cross_rank_table(group: dict) -> Table:
     def rel(x: float | None) -> str:
         return "-" if x is None else f"{100 * x:+.1f} %"
 
-    for r in group["ranks"]:
+    for r in group.ranks:
         verdict = (
-            ("straggler (" + ", ".join(r["straggler_reasons"]) + ")")
-            if r["straggler"]
-            else ("waiting" if r["waiting"] else "")
+            ("straggler (" + ", ".join(r.straggler_reasons) + ")") if r.straggler else ("waiting" if r.waiting else "")
         )
         t.add_row(
-            str(r["rank"]),
-            ms(r["step_median_us"]),
-            rel(r["step_vs_median"]),
-            ms(r["computation_us"]),
-            rel(r["computation_vs_median"]),
-            ms(r["communication_total_us"]),
-            rel(r["communication_vs_median"]),
-            Text(verdict, style="bold red" if r["straggler"] else "yellow", no_wrap=True),
+            str(r.rank),
+            ms(r.step_median_us),
+            rel(r.step_vs_median),
+            ms(r.computation_us),
+            rel(r.computation_vs_median),
+            ms(r.communication_total_us),
+            rel(r.communication_vs_median),
+            Text(verdict, style="bold red" if r.straggler else "yellow", no_wrap=True),
         )
     return t
 
@@ -129,7 +127,7 @@ def _per_rank(s: Summary) -> list:
         if "analyses" in tr:
             out.append(analyses_table(tr))
     for group in s["cross_rank"]:
-        if len(group["ranks"]) > 1:
+        if len(group.ranks) > 1:
             out.append(_cross_rank_table(group))
     return out
 
