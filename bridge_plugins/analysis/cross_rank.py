@@ -34,15 +34,15 @@ def cross_rank(traces: Sequence[TraceSummary]) -> list[CrossRankGroup]:
     """The cross-rank table per group of traces with the same steps (summary's ``cross_rank``)."""
     groups: dict[tuple, list[TraceSummary]] = defaultdict(list)
     for t in traces:
-        groups[tuple(t["steps"].captured)].append(t)
+        groups[tuple(t.steps.captured)].append(t)
     out = []
     for steps, members in sorted(groups.items()):
-        members = sorted(members, key=lambda t: (t["rank"] or 0, t["file"]))
+        members = sorted(members, key=lambda t: (t.rank or 0, t.file))
         figures = [
             {
-                "step_median_us": t["steps"].median_us,
-                "computation_us": t["gpu"].computation_us if t["gpu"] else None,
-                "communication_total_us": t["gpu"].communication_total_us if t["gpu"] else None,
+                "step_median_us": t.steps.median_us,
+                "computation_us": t.gpu.computation_us if t.gpu else None,
+                "communication_total_us": t.gpu.communication_total_us if t.gpu else None,
             }
             for t in members
         ]
@@ -75,8 +75,8 @@ def _row(
     ]
     straggler = not alone and bool(reasons)
     return CrossRankRow(
-        rank=t["rank"],
-        file=t["file"],
+        rank=t.rank,
+        file=t.file,
         step_median_us=figures["step_median_us"],
         computation_us=figures["computation_us"],
         communication_total_us=figures["communication_total_us"],

@@ -87,7 +87,7 @@ def summary(tmp_path_factory) -> dict:
 
 
 def test_the_stragglers_are_found(summary):
-    assert len(summary["traces"]) == RANKS and ranks_view.is_many(summary)
+    assert len(summary.traces) == RANKS and ranks_view.is_many(summary)
     assert [r.rank for r in ranks_view.stragglers(summary)] == [417, 998]
 
 

@@ -23,7 +23,7 @@ ADVICE = [
 
 def check(summary: Summary) -> list[Finding]:
     out = []
-    for group in summary["cross_rank"]:
+    for group in summary.cross_rank:
         medians = group.medians
         for r in group.ranks:
             if not r.straggler:

@@ -19,35 +19,35 @@ GPU_PARTS = [
 
 
 def steps_section(s: Summary) -> str:
-    traces = s["traces"]
-    timed = [t for t in traces if t["steps"].median_us is not None]
-    stragglers = {r for g in s["cross_rank"] for r in g.stragglers}
+    traces = s.traces
+    timed = [t for t in traces if t.steps.median_us is not None]
+    stragglers = {r for g in s.cross_rank for r in g.stragglers}
     rows = [
         {
             "label": rank_label(t, traces),
-            "min": t["steps"].min_us,
-            "median": t["steps"].median_us,
-            "max": t["steps"].max_us,
-            "flag": t["rank"] in stragglers,
+            "min": t.steps.min_us,
+            "median": t.steps.median_us,
+            "max": t.steps.max_us,
+            "flag": t.rank in stragglers,
             "data": {
-                "rank": t["rank"],
-                "file": t["file"],
-                "count": t["steps"].count,
-                "min-us": t["steps"].min_us,
-                "median-us": t["steps"].median_us,
-                "max-us": t["steps"].max_us,
+                "rank": t.rank,
+                "file": t.file,
+                "count": t.steps.count,
+                "min-us": t.steps.min_us,
+                "median-us": t.steps.median_us,
+                "max-us": t.steps.max_us,
             },
         }
         for t in timed
     ]
     untimed = "".join(
-        f"<li>{escape(rank_label(t, traces))}: {escape(t['steps'].note or 'no step times')}</li>"
+        f"<li>{escape(rank_label(t, traces))}: {escape(t.steps.note or 'no step times')}</li>"
         for t in traces
-        if t["steps"].median_us is None
+        if t.steps.median_us is None
     )
     body = range_hbars("chart-steps", "Step time per rank: median bar, min–max whisker", rows, fmt_ms) if rows else ""
     body += f'<ul class="note">{untimed}</ul>' if untimed else ""
-    captured = sorted({n for t in traces for n in t["steps"].captured})
+    captured = sorted({n for t in traces for n in t.steps.captured})
     intro = (
         f"From the ProfilerStep spans on each rank's CPU thread. Steps captured: "
         f"{escape(', '.join(map(str, captured)) or 'none')}. A red bar is a straggler (see below)."
@@ -56,27 +56,27 @@ def steps_section(s: Summary) -> str:
 
 
 def gpu_section(s: Summary) -> str:
-    traces = [t for t in s["traces"] if t["gpu"]]
+    traces = [t for t in s.traces if t.gpu]
     if not traces:
         return section(
             "gpu", "GPU time breakdown", '<p class="note">No GPU events in these traces (CPU-only runs).</p>'
         )
     rows, table_rows = [], []
     for t in traces:
-        g = t["gpu"]
+        g = t.gpu
         if g is None:  # not kept above; for the type checker
             continue
         values = parts_us(g)
         rows.append(
             {
-                "label": rank_label(t, s["traces"]),
+                "label": rank_label(t, s.traces),
                 "values": values,
                 "total": g.span_us,
-                "data": {"rank": t["rank"], "file": t["file"], "span-us": g.span_us},
+                "data": {"rank": t.rank, "file": t.file, "span-us": g.span_us},
             }
         )
         table_rows.append(
-            f"<td>{escape(rank_label(t, s['traces']))}</td>"
+            f"<td>{escape(rank_label(t, s.traces))}</td>"
             + cell(g.span_us, fmt_ms)
             + "".join(
                 cell(values[k], fmt_ms) + f'<td class="num pct">{values[k] / g.span_us:.1%}</td>'
@@ -98,32 +98,32 @@ def gpu_section(s: Summary) -> str:
 def _ops_table(t: TraceSummary, i: int) -> str:
     rows = [
         name_cell(r.name) + cell(r.self_us, fmt_ms) + cell(r.total_us, fmt_ms) + f'<td class="num">{r.calls}</td>'
-        for r in t["top_cpu_ops"]
+        for r in t.top_cpu_ops
     ]
     return table(f"table-ops-{i}", ["CPU operator", "self", "total", "calls"], rows, "ops")
 
 
 def _kernels_table(t: TraceSummary, i: int) -> str:
-    top = max((r.total_us for r in t["top_gpu_kernels"]), default=0) or 1
+    top = max((r.total_us for r in t.top_gpu_kernels), default=0) or 1
     rows = [
         name_cell(r.name) + f'<td><span class="tag" style="background:{COLOURS.get(r.type, "#999")}">'
         f"{escape(r.type)}</span></td>"
         + cell(r.total_us, fmt_ms)
         + f'<td class="num">{r.calls}</td><td class="meter"><i style="width:{r.total_us / top:.1%};'
         f'background:{COLOURS.get(r.type, "#999")}"></i></td>'
-        for r in t["top_gpu_kernels"]
+        for r in t.top_gpu_kernels
     ]
     return table(f"table-kernels-{i}", ["GPU kernel", "type", "time", "calls", ""], rows, "kernels")
 
 
 def tops_section(s: Summary) -> str:
     blocks = []
-    for i, t in enumerate(s["traces"]):
-        kernels = _kernels_table(t, i) if t["top_gpu_kernels"] else ""
+    for i, t in enumerate(s.traces):
+        kernels = _kernels_table(t, i) if t.top_gpu_kernels else ""
         blocks.append(
-            f'<details class="rank" data-rank="{t["rank"]}" data-file="{escape(t["file"], quote=True)}" '
-            f"{'open' if i == 0 else ''}><summary>{escape(rank_label(t, s['traces']))}"
-            f' <span class="file">{escape(t["file"])}</span></summary><div>'
+            f'<details class="rank" data-rank="{t.rank}" data-file="{escape(t.file, quote=True)}" '
+            f"{'open' if i == 0 else ''}><summary>{escape(rank_label(t, s.traces))}"
+            f' <span class="file">{escape(t.file)}</span></summary><div>'
             f"<div>{_ops_table(t, i)}</div><div>{kernels}</div></div></details>"
         )
     intro = "CPU operators by self time (time not spent in nested operators); GPU kernels by total time. Click a rank to open it."
@@ -157,7 +157,7 @@ def rank_figure_cells(r: CrossRankRow) -> str:
 
 
 def stragglers_section(s: Summary) -> str:
-    groups = [g for g in s["cross_rank"] if len(g.ranks) > 1]
+    groups = [g for g in s.cross_rank if len(g.ranks) > 1]
     if not groups:
         return section(
             "stragglers", "Stragglers", '<p class="note">One rank only: nothing to compare across ranks.</p>'
