@@ -9,8 +9,12 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from recipes.baseline import earlier_job
+
+if TYPE_CHECKING:  # a type only: the analysis loads when the job is done
+    from bridge_plugins.analysis.schema import Summary
 
 
 def how_to_open(arts, job_dir: Path, baseline: Path | None = None) -> list[str]:
@@ -81,7 +85,7 @@ def memory_note(args: argparse.Namespace, arts, device: str | None) -> str | Non
     return f"Memory history: no memory snapshot was written, {why}"
 
 
-def write_html_report(job_dir: Path, summary: dict) -> Path | None:
+def write_html_report(job_dir: Path, summary: Summary) -> Path | None:
     """Write ``bridge-plugins report``'s offline HTML page of ``summary`` beside the artifacts; its path.
 
     A report that fails is a warning, never an error: the job's artifacts are already safe and
@@ -97,7 +101,7 @@ def write_html_report(job_dir: Path, summary: dict) -> Path | None:
         return None
 
 
-def summarize_job(job_dir: Path) -> dict | None:
+def summarize_job(job_dir: Path) -> Summary | None:
     """Every figure of the job's traces and snapshots, each file read once; None if none is readable."""
     from bridge_plugins.analysis.summarize import summarize
     from bridge_plugins.jobdir.scan import NothingToRead

@@ -41,17 +41,17 @@ def summarize_trace(path: Path) -> TraceAsRead:
     gpu_roles = gpu_role_spans(d)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
     g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
     del keep
-    return {
-        "file": str(path),
-        "rank": rank,
-        "rank_source": source,
-        "world_size": world,
-        "events": d.events,
-        "steps": step_stats(d.steps),
-        "per_step": per_step(d, g, calls, gpu_roles),
-        "gpu": gpu_breakdown.breakdown(g, d.gpu_count),
-        "top_cpu_ops": op_tables.cpu_ops(d),
-        "top_gpu_kernels": kernels,
-        "precision": gemm_precision(d.header, kernels),
-        "analyses": analyze(d, g, calls),
-    }
+    return TraceAsRead(
+        file=str(path),
+        rank=rank,
+        rank_source=source,
+        world_size=world,
+        events=d.events,
+        steps=step_stats(d.steps),
+        per_step=per_step(d, g, calls, gpu_roles),
+        gpu=gpu_breakdown.breakdown(g, d.gpu_count),
+        top_cpu_ops=op_tables.cpu_ops(d),
+        top_gpu_kernels=kernels,
+        precision=gemm_precision(d.header, kernels),
+        analyses=analyze(d, g, calls),
+    )

@@ -11,11 +11,11 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
-from bridge_plugins.analysis.schema import TraceSummary
+from bridge_plugins.analysis.schema import CrossRankGroup, CrossRankRow, TraceSummary
 
 THRESHOLD = 0.10
+FIGURES = ("step_median_us", "computation_us", "communication_total_us")  # compared across ranks
 
 
 def _excess(value: float | None, median: float | None) -> float | None:
@@ -30,45 +30,60 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def cross_rank(traces: Sequence[TraceSummary]) -> list[dict]:
+def cross_rank(traces: Sequence[TraceSummary]) -> list[CrossRankGroup]:
     """The cross-rank table per group of traces with the same steps (summary's ``cross_rank``)."""
     groups: dict[tuple, list[TraceSummary]] = defaultdict(list)
     for t in traces:
-        groups[tuple(t["steps"].captured)].append(t)
+        groups[tuple(t.steps.captured)].append(t)
     out = []
     for steps, members in sorted(groups.items()):
-        rows: list[dict[str, Any]] = [
+        members = sorted(members, key=lambda t: (t.rank or 0, t.file))
+        figures = [
             {
-                "rank": t["rank"],
-                "file": t["file"],
-                "step_median_us": t["steps"].median_us,
-                "computation_us": t["gpu"].computation_us if t["gpu"] else None,
-                "communication_total_us": t["gpu"].communication_total_us if t["gpu"] else None,
+                "step_median_us": t.steps.median_us,
+                "computation_us": t.gpu.computation_us if t.gpu else None,
+                "communication_total_us": t.gpu.communication_total_us if t.gpu else None,
             }
-            for t in sorted(members, key=lambda t: (t["rank"] or 0, t["file"]))
+            for t in members
         ]
-        medians = {
-            k: _median([r[k] for r in rows]) for k in ("step_median_us", "computation_us", "communication_total_us")
-        }
-        for r in rows:
-            r["step_vs_median"] = _excess(r["step_median_us"], medians["step_median_us"])
-            r["computation_vs_median"] = _excess(r["computation_us"], medians["computation_us"])
-            r["communication_vs_median"] = _excess(r["communication_total_us"], medians["communication_total_us"])
-            reasons = [k for k in ("step", "computation") if (r[f"{k}_vs_median"] or 0.0) > THRESHOLD]
-            r["straggler"] = len(rows) > 1 and bool(reasons)
-            r["straggler_reasons"] = reasons if r["straggler"] else []
-        stragglers = [r["rank"] for r in rows if r["straggler"]]
+        medians = {k: _median([f[k] for f in figures]) for k in FIGURES}
+        rows = [_row(t, f, medians, alone=len(members) == 1) for t, f in zip(members, figures, strict=True)]
+        stragglers = [r.rank for r in rows if r.straggler]
         waiting = [
-            r["rank"]
+            r.rank
             for r in rows
             if stragglers
-            and not r["straggler"]
-            and r["communication_vs_median"] is not None
-            and r["communication_vs_median"] >= 0.0
+            and not r.straggler
+            and r.communication_vs_median is not None
+            and r.communication_vs_median >= 0.0
         ]
         for r in rows:
-            r["waiting"] = r["rank"] in waiting
+            r.waiting = r.rank in waiting
         out.append(
-            {"steps": list(steps), "medians": medians, "ranks": rows, "stragglers": stragglers, "waiting": waiting}
+            CrossRankGroup(steps=list(steps), medians=medians, ranks=rows, stragglers=stragglers, waiting=waiting)
         )
     return out
+
+
+def _row(
+    t: TraceSummary, figures: dict[str, float | None], medians: dict[str, float | None], alone: bool
+) -> CrossRankRow:
+    """A rank's row; ``waiting`` is set once the group's stragglers are known."""
+    vs = {k: _excess(figures[k], medians[k]) for k in FIGURES}
+    reasons = [
+        k for k, key in (("step", "step_median_us"), ("computation", "computation_us")) if (vs[key] or 0.0) > THRESHOLD
+    ]
+    straggler = not alone and bool(reasons)
+    return CrossRankRow(
+        rank=t.rank,
+        file=t.file,
+        step_median_us=figures["step_median_us"],
+        computation_us=figures["computation_us"],
+        communication_total_us=figures["communication_total_us"],
+        step_vs_median=vs["step_median_us"],
+        computation_vs_median=vs["computation_us"],
+        communication_vs_median=vs["communication_total_us"],
+        straggler=straggler,
+        straggler_reasons=reasons if straggler else [],
+        waiting=False,
+    )

@@ -7,6 +7,7 @@ torch nor nemo_run: it only reads files.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from bridge_plugins.analysis.schema import Summary
@@ -50,9 +51,9 @@ def report(
         except NothingToRead:
             summary = None
     if summary is not None:  # the trace figures only, as many rows as asked for
-        summary = {**with_top(summary, top), "memory": None}
-    by_file = {t["file"]: t for t in summary["traces"]} if summary else {}
-    problems = {x["file"]: x["error"] for x in summary["problems"]} if summary else {}
+        summary = dataclasses.replace(with_top(summary, top), memory=None)
+    by_file = {t.file: t for t in summary.traces} if summary else {}
+    problems = {x.file: x.error for x in summary.problems} if summary else {}
     lines: list[str] = []
     steps: dict[int, list[list[int]]] = {}
     for rank in sorted(set(arts.traces) | set(arts.memory)):
@@ -61,10 +62,9 @@ def report(
             if t is None:
                 lines.append(f"  rank {rank}: {p}  unreadable: {problems.get(str(p), 'could not be read')}")
                 continue
-            steps.setdefault(rank, []).append(t["steps"].captured)
+            steps.setdefault(rank, []).append(t.steps.captured)
             lines.append(
-                f"  rank {rank}: {p}  ({fmt_bytes(p.stat().st_size)}), "
-                f"steps captured: {step_ranges(t['steps'].captured)}"
+                f"  rank {rank}: {p}  ({fmt_bytes(p.stat().st_size)}), steps captured: {step_ranges(t.steps.captured)}"
             )
         for p in arts.memory.get(rank, []):
             lines.append(f"  rank {rank}: {p}  ({fmt_bytes(p.stat().st_size)}), memory snapshot")

@@ -12,6 +12,7 @@ from bridge_plugins.analysis.memory.snapshot_diff import compare_snapshot_figure
 from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.report.html import render
 from bridge_plugins.analysis.run_compare import compare_runs
+from bridge_plugins.analysis.schema import Problem
 from bridge_plugins.analysis.summarize import summarize, with_top
 
 
@@ -20,7 +21,7 @@ def build(
     baseline: Sequence[str | Path] | None = None,
     top: int = 10,
     workers: Workers | None = None,
-) -> tuple[str, list[dict]]:
+) -> tuple[str, list[Problem]]:
     """Summarize ``paths`` (and compare with ``baseline``): (the page, the files skipped).
     Raises analysis.NothingToRead when nothing in ``paths`` (or ``baseline``) can be read.
     ``workers`` (analysis.parallel.Workers) reads the traces in parallel."""
@@ -32,11 +33,11 @@ def build(
     if baseline:
         base = summarize(baseline, top=None, workers=workers)
         comparison = compare_runs(base, everything, top=top)
-        base_mem = base["memory"].files if base["memory"] else []
-        new_mem = summary["memory"].files if summary["memory"] else []
+        base_mem = base.memory.files if base.memory else []
+        new_mem = summary.memory.files if summary.memory else []
         if base_mem and new_mem:
             first = min(base_mem, key=lambda f: (f.rank is None, f.rank or 0, f.file))
             now = min(new_mem, key=lambda f: (f.rank is None, f.rank or 0, f.file))
             memory_comparison = compare_snapshot_figures(first, now)
-    skipped = summary["problems"] + (comparison.problems if comparison else [])
+    skipped = [*summary.problems, *(comparison.problems if comparison else [])]
     return render(summary, comparison, memory_comparison), skipped

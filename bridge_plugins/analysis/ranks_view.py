@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from bridge_plugins.analysis.analyzers.gpu_breakdown import PARTS, parts_us
-from bridge_plugins.analysis.schema import GpuBreakdown, Summary, TraceSummary
+from bridge_plugins.analysis.schema import CrossRankRow, GpuBreakdown, Summary, TraceSummary
 
 MANY_RANKS = 32
 """From this many traces on, summary and report show the many-ranks view."""
@@ -25,7 +25,7 @@ MAX_COLUMNS = 20
 
 
 def is_many(summary: Summary) -> bool:
-    return len(summary["traces"]) >= MANY_RANKS
+    return len(summary.traces) >= MANY_RANKS
 
 
 @dataclass
@@ -53,17 +53,17 @@ def _max(values: Iterable[float | None]) -> float | None:
 def grid(traces: Sequence[TraceSummary], key: str) -> Grid:
     """The ``per_step`` figure ``key`` ("time_us" or "gpu_idle_share") of every trace, by rank then
     step, folded to at most MAX_ROWS x MAX_COLUMNS cells by the maximum (the worst shows)."""
-    steps = sorted({p.step for t in traces for p in t.get("per_step", [])})
+    steps = sorted({p.step for t in traces for p in t.per_step})
     at = {n: i for i, n in enumerate(steps)}
     full = []
     for t in traces:
         row: list[float | None] = [None] * len(steps)
-        for p in t.get("per_step", []):
+        for p in t.per_step:
             row[at[p.step]] = getattr(p, key)
         full.append(row)
     row_groups, col_groups = _groups(len(traces), MAX_ROWS), _groups(len(steps), MAX_COLUMNS)
     return Grid(
-        rows=[(traces[g[0]]["rank"], traces[g[-1]]["rank"]) for g in row_groups],
+        rows=[(traces[g[0]].rank, traces[g[-1]].rank) for g in row_groups],
         columns=[(steps[g[0]], steps[g[-1]]) for g in col_groups],
         cells=[[_max(full[r][c] for r in rg for c in cg) for cg in col_groups] for rg in row_groups],
     )
@@ -118,28 +118,28 @@ def _shares(g: GpuBreakdown | None) -> dict[str, float] | None:
 
 def spreads(summary: Summary) -> list[Spread]:
     """Median step time, and each GPU share of the span, across the traces."""
-    traces = summary["traces"]
-    out = [spread("median step time (us)", [(t["rank"], t["steps"].median_us) for t in traces])]
-    shares = [(t["rank"], _shares(t["gpu"])) for t in traces]
+    traces = summary.traces
+    out = [spread("median step time (us)", [(t.rank, t.steps.median_us) for t in traces])]
+    shares = [(t.rank, _shares(t.gpu)) for t in traces]
     for part in PARTS:
         out.append(spread(f"GPU {part} share", [(rank, share[part] if share else None) for rank, share in shares]))
     return [s for s in out if s is not None]
 
 
-def stragglers(summary: Summary) -> list[dict]:
+def stragglers(summary: Summary) -> list[CrossRankRow]:
     """The cross-rank rows of the stragglers, most behind first (by step, then computation excess)."""
-    rows = [r for g in summary["cross_rank"] for r in g["ranks"] if r["straggler"]]
-    return sorted(rows, key=lambda r: (-(r["step_vs_median"] or 0.0), -(r["computation_vs_median"] or 0.0), r["rank"]))
+    rows = [r for g in summary.cross_rank for r in g.ranks if r.straggler]
+    return sorted(rows, key=lambda r: (-(r.step_vs_median or 0.0), -(r.computation_vs_median or 0.0), r.rank))
 
 
 def waiting_count(summary: Summary) -> int:
-    return sum(len(g["waiting"]) for g in summary["cross_rank"])
+    return sum(len(g.waiting) for g in summary.cross_rank)
 
 
 def detail(summary: Summary, most: int = 3) -> list[TraceSummary]:
     """The traces worth opening: the worst stragglers, else the lowest rank."""
     by_rank: dict[int, TraceSummary] = {}
-    for t in summary["traces"]:
-        by_rank.setdefault(t["rank"], t)
-    chosen = [by_rank[r["rank"]] for r in stragglers(summary)[:most] if r["rank"] in by_rank]
-    return chosen or summary["traces"][:1]
+    for t in summary.traces:
+        by_rank.setdefault(t.rank, t)
+    chosen = [by_rank[r.rank] for r in stragglers(summary)[:most] if r.rank in by_rank]
+    return chosen or summary.traces[:1]

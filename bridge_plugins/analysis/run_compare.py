@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from bridge_plugins.analysis.parallel import Workers
-from bridge_plugins.analysis.schema import Summary
+from bridge_plugins.analysis.schema import Problem, Summary
 from bridge_plugins.analysis.summarize import summarize
 
 SCHEMA = "bridge-plugins.compare/1"
@@ -24,6 +24,13 @@ SHOWN_US = 5.0
 show, so a listed change never prints as +0.00 or -0.00."""
 GpuKey = Literal["span_us", "computation_us", "communication_us", "memory_us", "idle_us", "communication_total_us"]
 GPU_KEYS: tuple[GpuKey, ...] = get_args(GpuKey)
+
+
+@dataclass(kw_only=True)
+class RunProblem(Problem):
+    """A file either run skipped: ``run`` is "base" or "new"."""
+
+    run: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,7 +72,7 @@ class RunComparison:
     ops_improvements: list[DeltaRow]
     kernels_regressions: list[DeltaRow]
     kernels_improvements: list[DeltaRow]
-    problems: list[dict[str, str]]  # the files either run skipped, with "run": "base" or "new"
+    problems: list[RunProblem]  # the files either run skipped
 
 
 Row = tuple[str, float, int]
@@ -73,21 +80,21 @@ Row = tuple[str, float, int]
 
 
 def _ops(s: Summary) -> Iterator[Row]:
-    return ((r.name, r.self_us, r.calls) for t in s["traces"] for r in t["top_cpu_ops"])
+    return ((r.name, r.self_us, r.calls) for t in s.traces for r in t.top_cpu_ops)
 
 
 def _kernels(s: Summary) -> Iterator[Row]:
-    return ((r.name, r.total_us, r.calls) for t in s["traces"] for r in t["top_gpu_kernels"])
+    return ((r.name, r.total_us, r.calls) for t in s.traces for r in t.top_gpu_kernels)
 
 
 def _run_figures(s: Summary) -> RunFigures:
-    traces = s["traces"]
-    medians = [t["steps"].median_us for t in traces if t["steps"].median_us is not None]
-    gpus = [t["gpu"] for t in traces if t["gpu"]]
+    traces = s.traces
+    medians = [t.steps.median_us for t in traces if t.steps.median_us is not None]
+    gpus = [t.gpu for t in traces if t.gpu]
     return RunFigures(
-        inputs=s["inputs"],
+        inputs=s.inputs,
         traces=len(traces),
-        rank_steps=sum(t["steps"].count for t in traces),
+        rank_steps=sum(t.steps.count for t in traces),
         step_median_us=statistics.median(medians) if medians else None,
         gpu={k: statistics.fmean(getattr(g, k) for g in gpus) for k in GPU_KEYS} if gpus else None,
     )
@@ -133,7 +140,7 @@ def compare(
 def compare_runs(base: Summary, new: Summary, top: int | None = 10) -> RunComparison:
     """The comparison of two summaries made with ``top=None`` (every op and kernel), for a caller
     that has them already (the HTML report): each trace is read once."""
-    per_step = all(t["steps"].count for t in base["traces"] + new["traces"])
+    per_step = all(t.steps.count for t in base.traces + new.traces)
     fb, fn = _run_figures(base), _run_figures(new)
     bd, nd = ((f.rank_steps if per_step else f.traces) or 1 for f in (fb, fn))  # what each run's totals divide by
     ops_worse, ops_better = _deltas(_ops(base), _ops(new), bd, nd, top)
@@ -153,5 +160,9 @@ def compare_runs(base: Summary, new: Summary, top: int | None = 10) -> RunCompar
         ops_improvements=ops_better,
         kernels_regressions=k_worse,
         kernels_improvements=k_better,
-        problems=[{**p, "run": "base"} for p in base["problems"]] + [{**p, "run": "new"} for p in new["problems"]],
+        problems=[
+            RunProblem(file=p.file, error=p.error, run=run)
+            for run, s in (("base", base), ("new", new))
+            for p in s.problems
+        ],
     )

@@ -1,14 +1,17 @@
 """The summary's types: what ``summarize`` returns and every renderer (terminal, JSON, HTML) reads.
 
-A trace's entry and the Summary are TypedDicts (their keys are the version-1 JSON); every figure in
-them is a dataclass built by keyword: the version-1 parts (figures.py), the analyses (analyzers/) and
-the findings (``Finding``, here: the rules in findings/ build it). docs/analysis-schema.md describes them.
+Every type is a dataclass built by keyword, whose fields are the version-1 JSON's keys in its order
+(``jsonable`` writes them): the Summary, a trace's entry, a skipped file (``Problem``), the
+cross-rank groups and rows, and every figure in them: the version-1 parts (figures.py), the analyses
+(analyzers/) and the findings (``Finding``, here: the rules in findings/ build it). A trace's
+``format`` and ``nsys`` are left out of the JSON where None (a Chrome trace has neither).
+docs/analysis-schema.md describes them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.figures import (
     GemmPrecision,
@@ -20,12 +23,23 @@ from bridge_plugins.analysis.figures import (
     StepRow,
     StepStats,
 )
+from bridge_plugins.analysis.jsonable import OMIT_WHEN_NONE
 from bridge_plugins.analysis.memory.results import MemoryEntry
 
 if TYPE_CHECKING:  # a type only: the Summary's types load no analyzer (numpy); no cycle (tests/test_import_graph.py)
     from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 
-__all__ = ["Finding", "GemmPrecision", "GpuBreakdown", "KernelRow", "NsysReport", "OpRow", "StepStats"]
+__all__ = [
+    "CrossRankGroup",
+    "CrossRankRow",
+    "Finding",
+    "GemmPrecision",
+    "GpuBreakdown",
+    "KernelRow",
+    "NsysReport",
+    "OpRow",
+    "StepStats",
+]
 __all__ += ["StepBreakdown", "StepRow"]
 __all__ += ["Problem", "Summary", "TraceAsRead", "TraceSummary"]
 
@@ -45,53 +59,81 @@ class Finding:
     timeline: str | None = None  # id of the report's timeline this is about
 
 
-class _OtherFormat(TypedDict, total=False):
-    """The keys only a trace of another format than a Chrome trace has (analysis.formats)."""
+@dataclass(kw_only=True)
+class CrossRankRow:
+    """One rank of a cross-rank group (cross_rank.py): its medians, how far above the group's
+    median each is (a fraction; None where either is missing), and its verdict."""
 
-    format: str  # the format's name: 'nsys-sqlite'
-    nsys: NsysReport  # an Nsight Systems report's own tables (docs/nsys-reports.md)
+    rank: int
+    file: str
+    step_median_us: float | None
+    computation_us: float | None
+    communication_total_us: float | None
+    step_vs_median: float | None
+    computation_vs_median: float | None
+    communication_vs_median: float | None
+    straggler: bool
+    straggler_reasons: list[str]  # 'step', 'computation'; [] unless a straggler
+    waiting: bool  # waits on a straggler: communication at or above the median
 
 
-class _TraceFigures(_OtherFormat):
-    """A trace's figures, every field but ``rank``."""
+@dataclass(kw_only=True)
+class CrossRankGroup:
+    """The traces that captured the same steps, compared (cross_rank.py)."""
+
+    steps: list[int]
+    medians: dict[str, float | None]  # step_median_us, computation_us, communication_total_us across the ranks
+    ranks: list[CrossRankRow]
+    stragglers: list[int]
+    waiting: list[int]
+
+
+@dataclass(kw_only=True)
+class TraceAsRead:
+    """One trace as its file gives it: ``rank`` is None where neither the trace nor its name has one.
+    ``format`` and ``nsys`` only a trace of another format than a Chrome trace has (analysis.formats)."""
 
     file: str
+    rank: int | None
     rank_source: str
     world_size: int | None
     events: int
     steps: StepStats
+    per_step: list[StepRow]  # per ProfilerStep: step time, GPU idle share (the many-ranks heatmaps), split
     gpu: GpuBreakdown | None
     top_cpu_ops: list[OpRow]
     top_gpu_kernels: list[KernelRow]
-    analyses: TraceAnalyses
-    per_step: list[StepRow]  # per ProfilerStep: step time, GPU idle share (the many-ranks heatmaps), split
     precision: GemmPrecision | None  # GEMM/convolution kernel time by precision (analyzers/gemm_precision.py)
+    analyses: TraceAnalyses
+    format: str | None = field(default=None, metadata={OMIT_WHEN_NONE: True})  # the format's name: 'nsys-sqlite'
+    nsys: NsysReport | None = field(default=None, metadata={OMIT_WHEN_NONE: True})  # docs/nsys-reports.md
 
 
-class TraceAsRead(_TraceFigures):
-    """One trace as its file gives it: ``rank`` is None where neither the trace nor its name has one."""
-
-    rank: int | None
-
-
-class TraceSummary(_TraceFigures):
+@dataclass(kw_only=True)
+class TraceSummary(TraceAsRead):
     """One trace of a Summary: numbered, so ``rank`` is always known (summarize gives a trace with
     no rank the lowest free number). The findings and every renderer read this type."""
 
     rank: int
 
 
-class Problem(TypedDict):
+@dataclass(kw_only=True)
+class Problem:
+    """A file that could not be read, and why (one line)."""
+
     file: str
     error: str
 
 
-class Summary(TypedDict):
+@dataclass(kw_only=True)
+class Summary:
+    """What ``summarize`` returns: the version-1 JSON's top level, field for field."""
+
     schema: str
     schema_version: int
     inputs: list[str]
     findings: list[Finding]
     traces: list[TraceSummary]
-    cross_rank: list[dict]  # stragglers.cross_rank
+    cross_rank: list[CrossRankGroup]  # cross_rank.py
     memory: MemoryEntry | None  # the snapshots given and their figures (memory.results)
-    problems: list[dict[str, str]]
+    problems: list[Problem]

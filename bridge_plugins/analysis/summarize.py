@@ -20,7 +20,7 @@ from bridge_plugins.analysis.findings.run import rank_findings
 from bridge_plugins.analysis.memory.results import MemoryEntry
 from bridge_plugins.analysis.memory.snapshot import memory_entry
 from bridge_plugins.analysis.parallel import Workers
-from bridge_plugins.analysis.schema import Summary, TraceAsRead, TraceSummary
+from bridge_plugins.analysis.schema import Problem, Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs
 
@@ -42,7 +42,7 @@ def _memory(snapshots: list[Path], found: Inputs) -> MemoryEntry | None:
 
 
 def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Workers | None = None) -> Summary:
-    """The summary dict (module docstring) of job directories and/or trace and snapshot files.
+    """The Summary (module docstring) of job directories and/or trace and snapshot files.
 
     Files that cannot be read are listed in ``problems`` and the rest are summarized. Raises
     job.NothingToRead when no input could be read at all. ``top=None`` keeps every op and kernel.
@@ -56,37 +56,37 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
         else:
             found.problem(done.path, done.error.removeprefix(f"{done.path}: "))
     traces = numbered(read)
-    traces.sort(key=lambda t: (t["rank"], t["file"]))
+    traces.sort(key=lambda t: (t.rank, t.file))
     memory = _memory(found.snapshots, found)
     if not traces and (memory is None or memory.files == []):  # files: snapshots the memory module read
         raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems))
-    summary: Summary = {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "inputs": [str(p) for p in paths],
-        "findings": [],
-        "traces": traces,
-        "cross_rank": cross_rank(traces),
-        "memory": memory,
-        "problems": found.problems,
-    }
-    summary["findings"] = rank_findings(summary)
+    summary = Summary(
+        schema=SCHEMA,
+        schema_version=SCHEMA_VERSION,
+        inputs=[str(p) for p in paths],
+        findings=[],
+        traces=traces,
+        cross_rank=cross_rank(traces),
+        memory=memory,
+        problems=[Problem(file=x["file"], error=x["error"]) for x in found.problems],
+    )
+    summary.findings = rank_findings(summary)
     return with_top(summary, top)
 
 
 def numbered(read: list[TraceAsRead]) -> list[TraceSummary]:
     """The traces with a rank each: a trace with no rank anywhere gets the lowest free number, in input order."""
-    used = {t["rank"] for t in read}
+    used = {t.rank for t in read}
     next_rank = 0
     out: list[TraceSummary] = []
     for t in read:
-        rank = t["rank"]
+        rank = t.rank
         if rank is None:
             while next_rank in used:
                 next_rank += 1
             rank = next_rank
             used.add(rank)
-        out.append({**t, "rank": rank})
+        out.append(TraceSummary(**{**{f.name: getattr(t, f.name) for f in dataclasses.fields(t)}, "rank": rank}))
     return out
 
 
@@ -95,22 +95,17 @@ def with_top(summary: Summary, top: int | None) -> Summary:
     how ``summarize`` applies ``top``, and how a caller holding a full summary gets a shorter one."""
     if top is None:
         return summary
-    traces: list[TraceSummary] = [
-        {
-            **t,
-            "top_cpu_ops": t["top_cpu_ops"][:top],
-            "top_gpu_kernels": t["top_gpu_kernels"][:top],
-            "analyses": t["analyses"].cut(top),
-        }
-        for t in summary["traces"]
+    traces = [
+        dataclasses.replace(
+            t, top_cpu_ops=t.top_cpu_ops[:top], top_gpu_kernels=t.top_gpu_kernels[:top], analyses=t.analyses.cut(top)
+        )
+        for t in summary.traces
     ]
-    return {**summary, "traces": traces}
+    return dataclasses.replace(summary, traces=traces)
 
 
 def without_timelines(summary: Summary) -> Summary:
     """``summary`` without the step timelines' bars (``summary --json`` leaves them out unless asked:
     they are most of its size and only the report draws them)."""
-    traces: list[TraceSummary] = [
-        {**t, "analyses": dataclasses.replace(t["analyses"], timelines=[])} for t in summary["traces"]
-    ]
-    return {**summary, "traces": traces}
+    traces = [dataclasses.replace(t, analyses=dataclasses.replace(t.analyses, timelines=[])) for t in summary.traces]
+    return dataclasses.replace(summary, traces=traces)

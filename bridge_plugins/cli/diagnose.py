@@ -34,7 +34,7 @@ def run(args) -> int:
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     if args.json:
-        print(dumps({"schema_version": SCHEMA_VERSION, "findings": s["findings"]}))
+        print(dumps({"schema_version": SCHEMA_VERSION, "findings": s.findings}))
     else:
         from rich.text import Text
 
@@ -42,10 +42,10 @@ def run(args) -> int:
         from bridge_plugins.analysis.text.summary import console
 
         out = console()
-        out.print(findings_table(s["findings"]))
-        for line in [*evidence(s["findings"]), *advice(s["findings"])]:
+        out.print(findings_table(s.findings))
+        for line in [*evidence(s.findings), *advice(s.findings)]:
             out.print(line)
-        if not s["traces"]:
+        if not s.traces:
             out.print(Text("no traces read: findings need a trace", style="yellow"))
-    print_problems(s["problems"], "diagnose")
+    print_problems(s.problems, "diagnose")
     return 0

@@ -31,9 +31,9 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def print_problems(problems, command: str) -> None:
+def print_problems(problems, command: str) -> None:  # schema.Problem rows
     for x in problems:
-        print(f"bridge-plugins {command}: skipped {x['file']}: {x['error']}", file=sys.stderr)
+        print(f"bridge-plugins {command}: skipped {x.file}: {x.error}", file=sys.stderr)
 
 
 def run(args) -> int:
@@ -52,5 +52,5 @@ def run(args) -> int:
         from bridge_plugins.analysis.text.summary import console, print_summary
 
         print_summary(s, console())
-    print_problems(s["problems"], "summary")
+    print_problems(s.problems, "summary")
     return 0

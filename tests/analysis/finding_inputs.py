@@ -16,7 +16,7 @@ MEDIAN_US = 1000.0  # every case's median step; one step captured, so a total is
 
 @functools.cache
 def real_trace() -> dict:
-    return summarize(J128[:1], top=None)["traces"][0]
+    return summarize(J128[:1], top=None).traces[0]
 
 
 def step_row(step: int, input_wait_us: float = 0.0, input_span: str | None = None, **breakdown: float) -> StepRow:
@@ -37,6 +37,6 @@ def step_row(step: int, input_wait_us: float = 0.0, input_span: str | None = Non
 def trace(**analyses) -> dict:  # type: ignore[no-untyped-def]
     """The real trace with one step of MEDIAN_US and the given analyses replaced."""
     t = copy.deepcopy(real_trace())
-    t["steps"] = dataclasses.replace(t["steps"], count=1, median_us=MEDIAN_US)
-    t["analyses"] = dataclasses.replace(t["analyses"], **analyses)
+    t.steps = dataclasses.replace(t.steps, count=1, median_us=MEDIAN_US)
+    t.analyses = dataclasses.replace(t.analyses, **analyses)
     return t

@@ -30,7 +30,7 @@ def _variant(tmp_path, name, keep):
 
 def _answers(d) -> dict:
     s = summarize([d], top=None)
-    (t,) = s["traces"]
+    (t,) = s.traces
     json.loads(dumps(s))  # and the JSON is valid
     return t
 
@@ -38,7 +38,7 @@ def _answers(d) -> dict:
 def test_no_launch_calls_hta_raises_ours_says_why(tmp_path):
     d = _variant(tmp_path, "no_runtime", lambda e: e.get("cat") != "cuda_runtime")
     t = _answers(d)
-    a = t["analyses"]
+    a = t.analyses
     assert a.overlap is None and "none launched by a CPU call" in a.note and "0 CPU launch calls" in a.note
     assert [s.step for s in a.steps] == [551, 552] and a.timelines  # the CPU side is still analysed
     if reference is not None:
@@ -50,7 +50,7 @@ def test_no_launch_calls_and_no_steps(tmp_path):
     d = _variant(
         tmp_path, "bare", lambda e: e.get("cat") != "cuda_runtime" and "ProfilerStep" not in str(e.get("name"))
     )
-    a = _answers(d)["analyses"]
+    a = _answers(d).analyses
     assert a.note is None and a.overlap.overlap_pct == pytest.approx(14.946, abs=0.01)  # every GPU event kept
     assert a.launches.launches == 0 and "no GPU event matched a CPU launch call" in a.launches.note
     assert a.queue.streams == [] and "no queue to measure" in a.queue.note
@@ -61,21 +61,21 @@ def test_no_launch_calls_and_no_steps(tmp_path):
 
 def test_no_communication(tmp_path):
     d = _variant(tmp_path, "no_nccl", lambda e: not str(e.get("name", "")).startswith("nccl"))
-    a = _answers(d)["analyses"]
+    a = _answers(d).analyses
     assert a.overlap.overlap_pct is None and "no communication kernels" in a.overlap.note
     assert all("communication" not in r.type for r in a.kernels.by_type)
 
 
 def test_no_memcpy(tmp_path):
     d = _variant(tmp_path, "no_copies", lambda e: e.get("cat") not in ("gpu_memcpy", "gpu_memset"))
-    a = _answers(d)["analyses"]
+    a = _answers(d).analyses
     assert a.bandwidth.kinds == [] and a.bandwidth.note == "no memcpy or memset on the GPU"
 
 
 def test_cpu_only(tmp_path):
     d = _variant(tmp_path, "cpu", lambda e: "stream" not in (e.get("args") or {}))
     t = _answers(d)
-    assert t["gpu"] is None and t["analyses"].note == "no GPU events in this trace (CPU-only run)"
+    assert t.gpu is None and t.analyses.note == "no GPU events in this trace (CPU-only run)"
 
 
 def test_hostile_names_and_values_reach_no_markup(tmp_path):

@@ -118,8 +118,8 @@ def stand_in(tmp_path) -> Path:
 def test_gpu_time_goes_to_the_module_whose_frame_was_running_at_the_launch(stand_in):
     """Each kernel's time goes to the innermost module running when its launch call ran."""
     path = stand_in
-    (t,) = summarize([path], top=None)["traces"]
-    a = t["analyses"].attribution
+    (t,) = summarize([path], top=None).traces
+    a = t.analyses.attribution
     assert [(m.name, m.gpu_us, m.gpu_events) for m in a.modules] == [
         ("nn.Module: Linear_0", 300.0, 1),
         ("nn.Module: Block_0", 120.0, 1),

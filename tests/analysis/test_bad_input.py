@@ -94,9 +94,9 @@ def test_trace_without_profiler_steps_is_summarized_without_step_times_and_says_
     trace["traceEvents"] = [e for e in trace["traceEvents"] if "ProfilerStep" not in str(e.get("name"))]
     p = tmp_path / "no_schedule.json"
     p.write_text(json.dumps(trace))
-    (t,) = summarize([p])["traces"]
-    assert t["steps"].captured == [] and t["steps"].median_us is None and "no ProfilerStep" in t["steps"].note
-    assert t["gpu"].computation_us > 0 and t["top_cpu_ops"]
+    (t,) = summarize([p]).traces
+    assert t.steps.captured == [] and t.steps.median_us is None and "no ProfilerStep" in t.steps.note
+    assert t.gpu.computation_us > 0 and t.top_cpu_ops
     proc = cli("summary", p)
     assert proc.returncode == 0 and "no ProfilerStep annotations" in proc.stdout
 
@@ -113,9 +113,9 @@ def test_invalid_utf8_and_huge_numbers_do_not_lose_the_file(tmp_path):
     )
     p = tmp_path / "odd.json"
     p.write_bytes(text)
-    (t,) = summarize([p], top=None)["traces"]
-    assert t["gpu"].computation_us == 210320
-    assert any(r.name == "aten::\ufffd_foreach_mul_" for r in t["top_cpu_ops"])
+    (t,) = summarize([p], top=None).traces
+    assert t.gpu.computation_us == 210320
+    assert any(r.name == "aten::\ufffd_foreach_mul_" for r in t.top_cpu_ops)
 
 
 def test_snapshot_in_another_format_does_not_stop_the_summary(tmp_path):
@@ -135,4 +135,4 @@ def test_fifo_is_refused_not_read_and_a_file_named_twice_counts_once(tmp_path):
     fifo = tmp_path / "trace.json"
     os.mkfifo(fifo)
     assert_clean_error(cli("summary", fifo), str(fifo), "not a regular file")
-    assert len(summarize([J128[0], J128[0]])["traces"]) == 1
+    assert len(summarize([J128[0], J128[0]]).traces) == 1

@@ -65,8 +65,8 @@ def test_overlapping_streams_split_into_computation_communication_memory_idle(tm
         kernel("gemm", 1300, 50, 6),  # launched after the last step: dropped
         launch(1045, 6),
     ]
-    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    assert t["gpu"] == GpuBreakdown(
+    (t,) = summarize([write(tmp_path, events)], top=None).traces
+    assert t.gpu == GpuBreakdown(
         span_us=40.0,
         computation_us=20.0,
         communication_us=10.0,
@@ -76,20 +76,20 @@ def test_overlapping_streams_split_into_computation_communication_memory_idle(tm
         gpu_events=5,
         gpu_events_dropped=2,
     )
-    types = {r.name: (r.type, r.calls, r.total_us) for r in t["top_gpu_kernels"]}
+    types = {r.name: (r.type, r.calls, r.total_us) for r in t.top_gpu_kernels}
     assert types == {
         "gemm": ("computation", 2, 20.0),
         "ncclDevKernel_AllReduce_Sum": ("communication", 1, 15.0),
         "Memcpy DtoH (Device -> Pageable)": ("memory", 1, 7.0),
         "cudaStreamSync": ("other", 1, 2.0),
     }
-    assert t["steps"].captured == [1, 2] and t["steps"].median_us == 20.0
+    assert t.steps.captured == [1, 2] and t.steps.median_us == 20.0
 
 
 def test_one_step_keeps_every_gpu_event_as_hta_does(tmp_path):
     events = [step(1, 1000, 20), launch(1001, 1), kernel("gemm", 1100, 10, 1), kernel("gemm", 1200, 10, 99)]
-    (t,) = summarize([write(tmp_path, events)])["traces"]
-    assert t["gpu"].gpu_events == 2 and t["gpu"].span_us == 110.0 and t["gpu"].idle_us == 90.0
+    (t,) = summarize([write(tmp_path, events)]).traces
+    assert t.gpu.gpu_events == 2 and t.gpu.span_us == 110.0 and t.gpu.idle_us == 90.0
 
 
 def test_self_time_subtracts_nested_operators_on_the_same_thread(tmp_path):
@@ -103,18 +103,18 @@ def test_self_time_subtracts_nested_operators_on_the_same_thread(tmp_path):
         op("inner", 50, 20),
         op("outer", 0, 50, tid=2),
     ]
-    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    rows = {r.name: (r.self_us, r.total_us, r.calls) for r in t["top_cpu_ops"]}
+    (t,) = summarize([write(tmp_path, events)], top=None).traces
+    rows = {r.name: (r.self_us, r.total_us, r.calls) for r in t.top_cpu_ops}
     assert rows == {"outer": (100.0, 150.0, 2), "inner": (45.0, 50.0, 2), "leaf": (5.0, 5.0, 1)}
-    assert t["gpu"] is None
+    assert t.gpu is None
 
 
 def test_an_other_kernel_alone_is_communication_time_never_memory(tmp_path):
     """HTA counts "other" kernels (syncs) with communication in its non-compute time."""
     events = [step(1, 1000, 20), step(2, 1020, 20), launch(1001, 1), launch(1002, 2)]
     events += [kernel("gemm", 1100, 10, 1), kernel("cudaStreamSync", 1120, 5, 2)]
-    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    gpu = t["gpu"]
+    (t,) = summarize([write(tmp_path, events)], top=None).traces
+    gpu = t.gpu
     assert (gpu.memory_us, gpu.communication_us, gpu.idle_us, gpu.span_us) == (0.0, 5.0, 10.0, 25.0)
     assert gpu.communication_total_us == 0.0  # no communication kernel at all
 
@@ -122,16 +122,16 @@ def test_an_other_kernel_alone_is_communication_time_never_memory(tmp_path):
 def test_with_steps_but_no_cpu_launches_every_gpu_event_is_dropped(tmp_path):
     """Nothing was launched from the captured steps (a correlation id 0 matches nothing)."""
     events = [step(1, 1000, 20), step(2, 1020, 20), kernel("gemm", 1100, 10, 0)]
-    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    assert t["gpu"] is None
+    (t,) = summarize([write(tmp_path, events)], top=None).traces
+    assert t.gpu is None
 
 
 def test_a_kernel_launched_exactly_when_the_last_step_ends_is_kept(tmp_path):
     """HTA keeps launches that start no later than the last ProfilerStep's end (<=, not <)."""
     events = [step(1, 1000, 20), step(2, 1020, 20), launch(1001, 1), launch(1040, 2), launch(1041, 3)]
     events += [kernel("gemm", 1100, 10, 1), kernel("gemm", 1120, 10, 2), kernel("gemm", 1140, 10, 3)]
-    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    assert (t["gpu"].gpu_events, t["gpu"].gpu_events_dropped) == (2, 1)
+    (t,) = summarize([write(tmp_path, events)], top=None).traces
+    assert (t.gpu.gpu_events, t.gpu.gpu_events_dropped) == (2, 1)
 
 
 def test_parts_us_gives_each_part_its_own_field():
@@ -160,8 +160,8 @@ def test_kernels_past_the_name_limit_keep_their_type(tmp_path, monkeypatch):
     events = [step(1, 1000, 20), step(2, 1020, 20), launch(1001, 1), launch(1002, 2), launch(1003, 3)]
     events += [kernel("gemm_a", 1100, 10, 1), kernel("gemm_b", 1110, 10, 2)]
     events += [kernel("ncclDevKernel_AllReduce_Sum_f32", 1120, 5, 3)]
-    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    gpu = t["gpu"]
+    (t,) = summarize([write(tmp_path, events)], top=None).traces
+    gpu = t.gpu
     assert (gpu.computation_us, gpu.communication_us) == (20.0, 5.0), gpu
 
 
@@ -176,13 +176,13 @@ def test_only_the_names_of_gpu_events_are_classified(tmp_path, monkeypatch):
     events = [step(1, 1000, 20), launch(1001, 1), launch(1002, 2)]
     events += [{**launch(1003 + i, -1), "cat": "cpu_op", "name": f"op_{i}", "args": {}} for i in range(500)]
     events += [kernel("gemm_a", 1100, 10, 1), kernel("ncclDevKernel_AllReduce_Sum_f32", 1120, 5, 2)]
-    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
+    (t,) = summarize([write(tmp_path, events)], top=None).traces
     assert sorted(classified) == ["gemm_a", "ncclDevKernel_AllReduce_Sum_f32"]
-    assert [(k.name, k.type) for k in t["top_gpu_kernels"]] == [
+    assert [(k.name, k.type) for k in t.top_gpu_kernels] == [
         ("gemm_a", "computation"),
         ("ncclDevKernel_AllReduce_Sum_f32", "communication"),
     ]
-    assert len(t["top_cpu_ops"]) == 500
+    assert len(t.top_cpu_ops) == 500
 
 
 def _union_reference(intervals: list[tuple[int, int]]) -> int:
@@ -222,13 +222,13 @@ def test_steps_without_gpu_events_have_no_breakdown_and_classify_nothing(tmp_pat
     real = gpu_breakdown.kernel_type
     monkeypatch.setattr(gpu_breakdown, "kernel_type", lambda name: classified.append(name) or real(name))
     events = [step(1, 1000, 20), step(2, 1020, 20), launch(1001, 1)]
-    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    assert (t["gpu"], t["top_gpu_kernels"], classified) == (None, [], [])
+    (t,) = summarize([write(tmp_path, events)], top=None).traces
+    assert (t.gpu, t.top_gpu_kernels, classified) == (None, [], [])
 
 
 def test_gpu_events_with_no_launch_at_all_are_all_dropped(tmp_path):
     """Steps and kernels but not one launch call (correlation 0 included: no launch has it)."""
     events = [step(1, 1000, 20), step(2, 1020, 20), kernel("gemm", 1100, 10, 0), kernel("gemm", 1110, 10, 1)]
-    (t,) = summarize([write(tmp_path, events)], top=None)["traces"]
-    assert t["gpu"] is None
-    assert t["top_gpu_kernels"] == []
+    (t,) = summarize([write(tmp_path, events)], top=None).traces
+    assert t.gpu is None
+    assert t.top_gpu_kernels == []

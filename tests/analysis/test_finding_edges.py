@@ -18,17 +18,18 @@ from bridge_plugins.analysis.findings import (
     straggler,
     sync_point,
 )
+from bridge_plugins.analysis.schema import CrossRankGroup, CrossRankRow, Summary
 from tests.analysis.finding_inputs import real_trace, trace
 
 
 def _kernels(n: int, kind: str, calls: int = 10) -> object:
     rows = [KernelStats(f"k{i}", kind, calls, 100.0 - i, 1.0 + i, 1.0, 1.0, 0.0) for i in range(n)]
-    return dataclasses.replace(real_trace()["analyses"].kernels, kernels=rows)
+    return dataclasses.replace(real_trace().analyses.kernels, kernels=rows)
 
 
 # ---------------------------------------------------------------- exposed_communication
 def test_exposed_communication_needs_an_overlap_with_communication():
-    overlap = real_trace()["analyses"].overlap
+    overlap = real_trace().analyses.overlap
     assert exposed_communication.check(trace(overlap=None)) == []
     assert exposed_communication.check(trace(overlap=dataclasses.replace(overlap, communication_us=0.0))) == []
 
@@ -41,18 +42,18 @@ def test_exposed_communication_lists_three_kernels_at_most_and_none_without_a_br
 
 
 def test_exposed_communication_without_an_overlap_share_says_all_of_it():
-    overlap = dataclasses.replace(real_trace()["analyses"].overlap, overlap_pct=None)
+    overlap = dataclasses.replace(real_trace().analyses.overlap, overlap_pct=None)
     (f,) = exposed_communication.check(trace(overlap=overlap))
     assert f.title == "rank 0: 100 % of communication is not hidden behind computation"
 
 
 # ---------------------------------------------------------------- host_bound
 def _gpu_trace(host_wait_us: float, streams: int = 1, launches: object = "real", idle: bool = True) -> dict:
-    real = real_trace()["analyses"]
+    real = real_trace().analyses
     stream = dataclasses.replace(real.idle.streams[0], idle_us=1000.0, host_wait_us=host_wait_us)
     breakdown = dataclasses.replace(real.idle, streams=[stream] * streams) if idle else None
     t = trace(idle=breakdown, launches=real.launches if launches == "real" else launches)
-    t["gpu"] = dataclasses.replace(t["gpu"], span_us=1000.0, idle_us=500.0)
+    t.gpu = dataclasses.replace(t.gpu, span_us=1000.0, idle_us=500.0)
     return t
 
 
@@ -60,7 +61,7 @@ def test_host_bound_needs_a_stream_with_idle_time():
     assert host_bound.check(_gpu_trace(1000.0, idle=False)) == []
     assert host_bound.check(_gpu_trace(1000.0, streams=0)) == []
     t = _gpu_trace(0.0)
-    t["analyses"].idle.streams[0].idle_us = 0.0  # no idle time on the stream: no host wait either
+    t.analyses.idle.streams[0].idle_us = 0.0  # no idle time on the stream: no host wait either
     assert host_bound.check(t) == []
 
 
@@ -78,15 +79,15 @@ def test_host_bound_without_a_launch_analysis_is_host_busy_elsewhere():
 
 
 def test_host_bound_on_a_cpu_trace_without_operator_times_finds_nothing():
-    steps = [dataclasses.replace(s, outside_ops_us=None) for s in real_trace()["analyses"].steps]
+    steps = [dataclasses.replace(s, outside_ops_us=None) for s in real_trace().analyses.steps]
     t = trace(steps=steps)
-    t["gpu"] = None
+    t.gpu = None
     assert host_bound.check(t) == []
 
 
 # ---------------------------------------------------------------- small_kernels
 def _launches(**changes) -> object:  # type: ignore[no-untyped-def]
-    ls = real_trace()["analyses"].launches
+    ls = real_trace().analyses.launches
     return dataclasses.replace(ls, **{"shorter_on_gpu": ls.launches, **changes})
 
 
@@ -96,9 +97,9 @@ def test_small_kernels_needs_launches():
 
 
 def test_small_kernels_lists_kernels_called_at_least_once_per_step():
-    gpu = dataclasses.replace(real_trace()["analyses"].launches.gpu_duration_us, median=2.0)
+    gpu = dataclasses.replace(real_trace().analyses.launches.gpu_duration_us, median=2.0)
     t = trace(launches=_launches(gpu_duration_us=gpu), kernels=_kernels(3, "computation", calls=2))
-    t["steps"] = dataclasses.replace(t["steps"], count=2)
+    t.steps = dataclasses.replace(t.steps, count=2)
     (f,) = small_kernels.check(t)
     assert [k["name"] for k in f.evidence["most_called_kernels"]] == ["k0", "k1", "k2"]  # equal calls: by mean
     t = trace(launches=_launches(gpu_duration_us=gpu), kernels=None)
@@ -109,7 +110,7 @@ def test_small_kernels_lists_kernels_called_at_least_once_per_step():
 def _steps(outside: list[float | None], gpu: list[float]) -> list:
     """Steps 0-3 of 1, 1, 3 and 1 ms: step 2 is slow (a slow first or last step is not a finding); the
     given figures are steps 0-2's, and step 3 has step 0's."""
-    real = real_trace()["analyses"].steps[0]
+    real = real_trace().analyses.steps[0]
     durations = [1000.0, 1000.0, 3000.0, 1000.0]
     return [
         dataclasses.replace(real, step=i, start_us=i * 1e6, duration_us=d, outside_ops_us=o, gpu_us=g)
@@ -144,32 +145,42 @@ def test_sync_point_keeps_five_sites_and_names_none_without_them():
 
 # ---------------------------------------------------------------- memcpy
 def test_memcpy_without_a_bandwidth_analysis_counts_blocking_copies():
-    syncs = dataclasses.replace(real_trace()["analyses"].syncs, by_name={"cudaMemcpy": 2})
+    syncs = dataclasses.replace(real_trace().analyses.syncs, by_name={"cudaMemcpy": 2})
     (f,) = memcpy.check(trace(bandwidth=None, syncs=syncs))
     assert f.evidence["pageable_copies"] == {} and f.evidence["blocking_cudaMemcpy_calls"] == 2
 
 
 # ---------------------------------------------------------------- straggler
-def _rank(rank: int, step: float | None, comp: float | None, reasons: list[str], straggler_: bool = True) -> dict:
-    return {
-        "rank": rank,
-        "step_median_us": step,
-        "computation_us": comp,
-        "step_vs_median": None,
-        "computation_vs_median": None,
-        "straggler": straggler_,
-        "straggler_reasons": reasons,
-    }
+def _rank(
+    rank: int, step: float | None, comp: float | None, reasons: list[str], straggler_: bool = True
+) -> CrossRankRow:
+    return CrossRankRow(
+        rank=rank,
+        file=f"rank{rank}.json",
+        step_median_us=step,
+        computation_us=comp,
+        communication_total_us=None,
+        step_vs_median=None,
+        computation_vs_median=None,
+        communication_vs_median=None,
+        straggler=straggler_,
+        straggler_reasons=reasons,
+        waiting=False,
+    )
 
 
-def _straggler(steps: list[int], step: float | None, comp: float | None, rank: dict) -> list:
-    group = {
-        "steps": steps,
-        "medians": {"step_median_us": step, "computation_us": comp},
-        "ranks": [_rank(0, step, comp, [], straggler_=False), rank],
-        "waiting": [0],
-    }
-    return straggler.check({"cross_rank": [group]})  # type: ignore[typeddict-item]
+def _straggler(steps: list[int], step: float | None, comp: float | None, rank: CrossRankRow) -> list:
+    group = CrossRankGroup(
+        steps=steps,
+        medians={"step_median_us": step, "computation_us": comp},
+        ranks=[_rank(0, step, comp, [], straggler_=False), rank],
+        stragglers=[rank.rank],
+        waiting=[0],
+    )
+    summary = Summary(
+        schema="", schema_version=1, inputs=[], findings=[], traces=[], cross_rank=[group], memory=None, problems=[]
+    )
+    return straggler.check(summary)
 
 
 def test_a_straggler_over_one_step_or_none_counts_its_computation_once():

@@ -38,7 +38,7 @@ def kinds(found: list) -> list[str]:
 def test_exposed_communication_from_10_percent_of_the_step():
     got = []
     for exposed in around(exposed_communication.MIN_SHARE * MEDIAN_US):
-        overlap = dataclasses.replace(real_trace()["analyses"].overlap, exposed_us=exposed)
+        overlap = dataclasses.replace(real_trace().analyses.overlap, exposed_us=exposed)
         got.append(kinds(exposed_communication.check(trace(overlap=overlap))))
     assert exposed_communication.MIN_SHARE == 0.10
     assert got == [[], ["exposed_communication"], ["exposed_communication"]]
@@ -49,10 +49,10 @@ def _host_bound_gpu(idle_us: float, host_wait_us: float, shorter: int = 0, launc
     """A GPU idle ``idle_us`` of a 1,000 us span, its one stream's idle 1,000 us of which ``host_wait_us``
     waiting on the host, and ``shorter`` of ``launches`` kernels shorter than their launch."""
     real = real_trace()
-    stream = dataclasses.replace(real["analyses"].idle.streams[0], idle_us=1000.0, host_wait_us=host_wait_us)
-    ls = dataclasses.replace(real["analyses"].launches, launches=launches, shorter_on_gpu=shorter)
-    t = trace(idle=dataclasses.replace(real["analyses"].idle, streams=[stream]), launches=ls)
-    t["gpu"] = dataclasses.replace(t["gpu"], span_us=1000.0, idle_us=idle_us)
+    stream = dataclasses.replace(real.analyses.idle.streams[0], idle_us=1000.0, host_wait_us=host_wait_us)
+    ls = dataclasses.replace(real.analyses.launches, launches=launches, shorter_on_gpu=shorter)
+    t = trace(idle=dataclasses.replace(real.analyses.idle, streams=[stream]), launches=ls)
+    t.gpu = dataclasses.replace(t.gpu, span_us=1000.0, idle_us=idle_us)
     return host_bound.check(t)
 
 
@@ -74,10 +74,10 @@ def test_host_bound_is_launch_bound_from_half_the_kernels_shorter_than_their_lau
 def test_host_bound_on_a_cpu_trace_from_half_the_step_outside_operators():
     got = []
     for outside in around(host_bound.MIN_OUTSIDE_SHARE * MEDIAN_US):
-        steps = [dataclasses.replace(s, outside_ops_us=outside) for s in real_trace()["analyses"].steps]
+        steps = [dataclasses.replace(s, outside_ops_us=outside) for s in real_trace().analyses.steps]
         t = trace(steps=steps)
-        t["gpu"] = None
-        t["per_step"] = []  # no collective or input wait to take out first (job128's are NCCL's)
+        t.gpu = None
+        t.per_step = []  # no collective or input wait to take out first (job128's are NCCL's)
         got.append(host_bound.check(t))
     assert host_bound.MIN_OUTSIDE_SHARE == 0.5 and [kinds(f) for f in got] == [[], ["host_bound"], ["host_bound"]]
     assert got[1][0].time_us_per_step == 500.0 and got[1][0].share_of_step == 0.5
@@ -85,7 +85,7 @@ def test_host_bound_on_a_cpu_trace_from_half_the_step_outside_operators():
 
 # ---------------------------------------------------------------- small_kernels
 def _small_kernels(shorter: int, median_kernel_us: float, launches: int = 10) -> list[str]:
-    ls = real_trace()["analyses"].launches
+    ls = real_trace().analyses.launches
     dist = dataclasses.replace(ls.gpu_duration_us, median=median_kernel_us)
     return kinds(
         small_kernels.check(
@@ -107,7 +107,7 @@ def test_small_kernels_only_while_the_median_kernel_is_under_10_us():
 # ---------------------------------------------------------------- step_variance: "more than 50 % above"
 def _step_variance(durations: list[float]) -> list:
     """Steps of these durations, in this order (the first and the last are never a finding alone)."""
-    real = real_trace()["analyses"].steps[0]
+    real = real_trace().analyses.steps[0]
     steps = [dataclasses.replace(real, step=i, start_us=i * 1e6, duration_us=d) for i, d in enumerate(durations)]
     return step_variance.check(trace(steps=steps))
 
@@ -145,7 +145,7 @@ def test_sync_point_from_one_per_step_on_average(per_step, found):
 
 # ---------------------------------------------------------------- memcpy: "any such copy"
 def _memcpy(pageable: int, blocking: dict[str, int]) -> list[str]:
-    real = real_trace()["analyses"]
+    real = real_trace().analyses
     copies = [dataclasses.replace(k, pageable=pageable if k.kind == "Memcpy HtoD" else 0) for k in real.bandwidth.kinds]
     syncs = dataclasses.replace(real.syncs, by_name={"aten::_local_scalar_dense": 3, **blocking})
     return kinds(memcpy.check(trace(bandwidth=dataclasses.replace(real.bandwidth, kinds=copies), syncs=syncs)))

@@ -35,7 +35,7 @@ def gpu(job: str) -> dict:
 
 
 def kinds(summary: dict, kind: str) -> list:
-    return [f for f in summary["findings"] if f.kind == kind]
+    return [f for f in summary.findings if f.kind == kind]
 
 
 @pytest.fixture(scope="module")

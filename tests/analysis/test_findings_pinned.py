@@ -34,27 +34,25 @@ def _summary(job: str) -> dict:
 
 
 def _trace(job: str = "job128", **analyses) -> dict:  # type: ignore[no-untyped-def]
-    t = copy.deepcopy(_summary(job)["traces"][0])
-    t["analyses"] = dataclasses.replace(t["analyses"], **analyses)
+    t = copy.deepcopy(_summary(job).traces[0])
+    t.analyses = dataclasses.replace(t.analyses, **analyses)
     return t
 
 
 def _cpu_only() -> list[Finding]:
-    steps = [
-        dataclasses.replace(s, outside_ops_us=400_000.0 + 10 * i) for i, s in enumerate(_trace()["analyses"].steps)
-    ]
+    steps = [dataclasses.replace(s, outside_ops_us=400_000.0 + 10 * i) for i, s in enumerate(_trace().analyses.steps)]
     t = _trace(steps=steps)
-    t["gpu"] = None
+    t.gpu = None
     return host_bound.check(t)
 
 
 def _host_busy_elsewhere() -> list[Finding]:
-    ls = _trace("job2")["analyses"].launches
+    ls = _trace("job2").analyses.launches
     return host_bound.check(_trace("job2", launches=dataclasses.replace(ls, shorter_on_gpu=ls.launches // 4)))
 
 
 def _one_slow_step() -> list[Finding]:
-    real = _trace()["analyses"].steps[0]
+    real = _trace().analyses.steps[0]
     # the slow step inside the window (its first and last step are not a finding alone)
     times = [(600_000.0, 500_000.0, 90_000.0), (1_900_000.0, 1_700_000.0, 150_000.0), (610_000.0, 505_000.0, 95_000.0)]
     steps = [
@@ -66,25 +64,25 @@ def _one_slow_step() -> list[Finding]:
 
 def _stragglers_without_step_times() -> list[Finding]:
     summary = copy.deepcopy(_summary("job128"))
-    for group in summary["cross_rank"]:
-        group["medians"]["step_median_us"] = None
-        for r in group["ranks"]:
-            r["step_median_us"] = None
+    for group in summary.cross_rank:
+        group.medians["step_median_us"] = None
+        for r in group.ranks:
+            r.step_median_us = None
     return straggler.check(summary)
 
 
 def _stragglers_by_step_time() -> list[Finding]:
     summary = copy.deepcopy(_summary("job128"))
-    for group in summary["cross_rank"]:
-        group["medians"]["computation_us"] = None
-        for r in group["ranks"]:
-            r["computation_us"] = None
-            r["straggler"], r["straggler_reasons"] = r["rank"] == 1, ["step time"]
+    for group in summary.cross_rank:
+        group.medians["computation_us"] = None
+        for r in group.ranks:
+            r.computation_us = None
+            r.straggler, r.straggler_reasons = r.rank == 1, ["step time"]
     return straggler.check(summary)
 
 
 def _blocking_copies() -> list[Finding]:
-    syncs = _trace()["analyses"].syncs
+    syncs = _trace().analyses.syncs
     sites = [SyncSite(["forward", "aten::to", "cudaMemcpy"], 3, 120.0), SyncSite(["hipMemcpy"], 1, 30.0), *syncs.sites]
     by_name = {**syncs.by_name, "cudaMemcpy": 3, "hipMemcpy": 1}
     return memcpy.check(_trace(syncs=dataclasses.replace(syncs, by_name=by_name, sites=sites)))

@@ -28,9 +28,9 @@ def job128():
 
 
 def test_gpu_breakdown_of_each_rank_adds_up_to_the_span_and_equals_hta(job128):
-    for t in job128["traces"]:
-        g = t["gpu"]
-        compute, idle, non_compute, span = HTA_JOB128[t["rank"]]
+    for t in job128.traces:
+        g = t.gpu
+        compute, idle, non_compute, span = HTA_JOB128[t.rank]
         assert g.computation_us == compute and g.idle_us == idle and g.span_us == span
         assert g.communication_us + g.memory_us == non_compute
         assert g.computation_us + g.communication_us + g.memory_us + g.idle_us == pytest.approx(span)
@@ -38,41 +38,41 @@ def test_gpu_breakdown_of_each_rank_adds_up_to_the_span_and_equals_hta(job128):
 
 
 def test_rank_and_steps_come_from_the_trace(job128):
-    assert [(t["rank"], t["rank_source"], t["world_size"]) for t in job128["traces"]] == [
+    assert [(t.rank, t.rank_source, t.world_size) for t in job128.traces] == [
         (0, "distributedInfo", 128),
         (1, "distributedInfo", 128),
     ]
-    st = job128["traces"][0]["steps"]
+    st = job128.traces[0].steps
     assert (st.captured, st.min_us, st.max_us, st.median_us) == ([551, 552], 607312.0, 622928.0, 615120.0)
 
 
 def test_kernel_and_operator_tables(job128):
-    rank0 = job128["traces"][0]
-    top_kernel = rank0["top_gpu_kernels"][0]
+    rank0 = job128.traces[0]
+    top_kernel = rank0.top_gpu_kernels[0]
     assert top_kernel.name.startswith("ncclKernel_SendRecv") and top_kernel.type == "communication"
     assert top_kernel.calls == 10 and top_kernel.total_us == pytest.approx(396199.0)
-    assert len(rank0["top_gpu_kernels"]) == 5 and rank0["top_gpu_kernels"][1].type == "computation"
-    op = rank0["top_cpu_ops"][0]
+    assert len(rank0.top_gpu_kernels) == 5 and rank0.top_gpu_kernels[1].type == "computation"
+    op = rank0.top_cpu_ops[0]
     assert (op.name, op.calls, op.self_us) == ("aten::_foreach_mul_", 2, 240953.0)
-    assert all(r.self_us <= r.total_us for r in rank0["top_cpu_ops"])
-    everything = summarize([J128[0]], top=None)["traces"][0]
-    kinds = {r.type for r in everything["top_gpu_kernels"]}
+    assert all(r.self_us <= r.total_us for r in rank0.top_cpu_ops)
+    everything = summarize([J128[0]], top=None).traces[0]
+    kinds = {r.type for r in everything.top_gpu_kernels}
     assert {"computation", "communication", "memory"} <= kinds
-    assert sum(r.calls for r in everything["top_gpu_kernels"]) == everything["gpu"].gpu_events
+    assert sum(r.calls for r in everything.top_gpu_kernels) == everything.gpu.gpu_events
 
 
 def test_straggler_is_the_rank_with_more_computation_and_the_other_waits(job128):
-    (group,) = job128["cross_rank"]
-    assert group["steps"] == [551, 552]
-    assert group["stragglers"] == [1] and group["waiting"] == [0]
-    r1 = group["ranks"][1]
-    assert r1["straggler_reasons"] == ["computation"] and r1["computation_vs_median"] == pytest.approx(0.1279, abs=1e-3)
+    (group,) = job128.cross_rank
+    assert group.steps == [551, 552]
+    assert group.stragglers == [1] and group.waiting == [0]
+    r1 = group.ranks[1]
+    assert r1.straggler_reasons == ["computation"] and r1.computation_vs_median == pytest.approx(0.1279, abs=1e-3)
 
 
 def test_traces_of_other_steps_are_compared_apart():
     s = summarize(J128 + [FIXTURES / "job2_rank0.json.gz"])
-    assert [g["steps"] for g in s["cross_rank"]] == [[4, 5, 6], [551, 552]]
-    assert s["cross_rank"][0]["stragglers"] == [] and len(s["cross_rank"][0]["ranks"]) == 1
+    assert [g.steps for g in s.cross_rank] == [[4, 5, 6], [551, 552]]
+    assert s.cross_rank[0].stragglers == [] and len(s.cross_rank[0].ranks) == 1
 
 
 def test_rank_falls_back_to_our_file_name_without_distributed_info(tmp_path):
@@ -83,8 +83,8 @@ def test_rank_falls_back_to_our_file_name_without_distributed_info(tmp_path):
     path.parent.mkdir()
     with gzip.open(path, "wt") as f:
         json.dump(trace, f)
-    (t,) = summarize([tmp_path])["traces"]
-    assert (t["rank"], t["rank_source"]) == (3, "file name")
+    (t,) = summarize([tmp_path]).traces
+    assert (t.rank, t.rank_source) == (3, "file name")
 
 
 def test_summary_cli_json_equals_summarize_and_tables_name_the_straggler():
@@ -166,13 +166,13 @@ def test_top_n_keeps_the_n_largest_rows_of_the_full_tables():
     """The report cuts one full summary for its tables and compares the full one: the cut must be
     the N largest rows of every op and kernel, and leave everything else as it was."""
     full, cut = summarize(J128, top=None), summarize(J128, top=3)
-    for f, c in zip(full["traces"], cut["traces"], strict=False):
+    for f, c in zip(full.traces, cut.traces, strict=False):
         for table, key in (("top_cpu_ops", "self_us"), ("top_gpu_kernels", "total_us")):
-            assert len(f[table]) > 3, "the full table holds every op and kernel"
-            largest = sorted(f[table], key=lambda r: (-getattr(r, key), r.name))[:3]
-            assert c[table] == largest
-        assert {k: v for k, v in f.items() if not k.startswith("top_") and k != "analyses"} == {
-            k: v for k, v in c.items() if not k.startswith("top_") and k != "analyses"
+            assert len(getattr(f, table)) > 3, "the full table holds every op and kernel"
+            largest = sorted(getattr(f, table), key=lambda r: (-getattr(r, key), r.name))[:3]
+            assert getattr(c, table) == largest
+        assert {k: v for k, v in vars(f).items() if not k.startswith("top_") and k != "analyses"} == {
+            k: v for k, v in vars(c).items() if not k.startswith("top_") and k != "analyses"
         }
-        assert c["analyses"] == f["analyses"].cut(3) and len(c["analyses"].kernels.kernels) == 3
-    assert full["cross_rank"] == cut["cross_rank"]
+        assert c.analyses == f.analyses.cut(3) and len(c.analyses.kernels.kernels) == 3
+    assert full.cross_rank == cut.cross_rank

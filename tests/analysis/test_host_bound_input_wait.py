@@ -11,10 +11,10 @@ from tests.analysis.finding_inputs import real_trace, step_row, trace
 
 
 def test_on_a_cpu_trace_the_input_wait_and_communication_come_out_of_the_time_outside_operators():
-    steps = [dataclasses.replace(s, outside_ops_us=900.0) for s in real_trace()["analyses"].steps]
+    steps = [dataclasses.replace(s, outside_ops_us=900.0) for s in real_trace().analyses.steps]
     t = trace(steps=steps)
-    t["gpu"] = None
-    t["per_step"] = [step_row(1, input_wait_us=100.0, communication_us=50.0)]
+    t.gpu = None
+    t.per_step = [step_row(1, input_wait_us=100.0, communication_us=50.0)]
     (f,) = host_bound.check(t)
     assert (f.time_us_per_step, f.share_of_step) == (750.0, 0.75)
     assert f.evidence["input_wait_us_per_step_left_to_input_bound"] == 100.0
@@ -23,10 +23,10 @@ def test_on_a_cpu_trace_the_input_wait_and_communication_come_out_of_the_time_ou
 
 def test_on_a_gpu_trace_the_input_wait_comes_out_of_the_idle_and_the_host_wait():
     real = real_trace()
-    stream = dataclasses.replace(real["analyses"].idle.streams[0], idle_us=1000.0, host_wait_us=800.0)
-    t = trace(idle=dataclasses.replace(real["analyses"].idle, streams=[stream]))
-    t["gpu"] = dataclasses.replace(t["gpu"], span_us=1000.0, idle_us=500.0)
-    t["per_step"] = [step_row(1, input_wait_us=100.0)]
+    stream = dataclasses.replace(real.analyses.idle.streams[0], idle_us=1000.0, host_wait_us=800.0)
+    t = trace(idle=dataclasses.replace(real.analyses.idle, streams=[stream]))
+    t.gpu = dataclasses.replace(t.gpu, span_us=1000.0, idle_us=500.0)
+    t.per_step = [step_row(1, input_wait_us=100.0)]
     (f,) = host_bound.check(t)
     # idle 500 - 100 of input wait = 400; host wait 0.8 * 500 - 100 = 300, i.e. 75 % of that idle
     assert (f.evidence["gpu_idle_us"], f.evidence["host_wait_share_of_idle"], f.time_us_per_step) == (

@@ -68,11 +68,11 @@ def test_small_hostile_trace(case, tmp_path):
         assert trace["events"] == 60_000 and sum(r["calls"] for r in trace["top_cpu_ops"]) == 60_000
         assert {r["name"] for r in trace["top_cpu_ops"]} == {f'op}},{{"ph": "X"}}]}} {i}' for i in range(7)}
     elif case.name == "shuffled":
-        (plain,) = summarize([JOB2], top=None)["traces"]
-        assert trace["gpu"] == jsonable(plain["gpu"]) and trace["steps"] == jsonable(plain["steps"])
+        (plain,) = summarize([JOB2], top=None).traces
+        assert trace["gpu"] == jsonable(plain.gpu) and trace["steps"] == jsonable(plain.steps)
         rows = [
             {**r, "self_us": pytest.approx(r["self_us"]), "total_us": pytest.approx(r["total_us"])}
-            for r in jsonable(plain["top_cpu_ops"][:10])
+            for r in jsonable(plain.top_cpu_ops[:10])
         ]
         assert trace["top_cpu_ops"] == rows  # sums in another order: equal to the last bits
 

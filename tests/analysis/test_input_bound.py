@@ -22,22 +22,22 @@ def diagnosed(tmp_path, share: float) -> dict:
 
 def test_a_third_of_each_step_in_the_data_loader_is_input_bound_ranked_first(tmp_path):
     s = diagnosed(tmp_path, 1 / 3)
-    first = s["findings"][0]
+    first = s.findings[0]
     assert first.kind == "input_bound" and first.severity == "high"
     assert first.share_of_step == pytest.approx(1 / 3, abs=0.05)  # torch-tb-profiler: 33.3 % (test_step_breakdown_tb)
     assert first.evidence["input_span"] == DATALOADER
     assert first.evidence["gpu_during_the_wait"].startswith("idle")
     assert "num_workers" in first.advice[0] and "pin_memory" in first.advice[0]
-    (host,) = [f for f in s["findings"] if f.kind == "host_bound"]  # still launch-bound, on what is left
+    (host,) = [f for f in s.findings if f.kind == "host_bound"]  # still launch-bound, on what is left
     assert host.time_us_per_step < 167_019  # what it claimed on job2 as recorded, before the loader was added
-    for step in s["traces"][0]["per_step"]:
+    for step in s.traces[0].per_step:
         assert step.breakdown.dataloader_us == pytest.approx(step.input_wait_us, rel=0.01)
 
 
 def test_the_same_run_with_workers_has_no_input_bound(tmp_path):
     s = diagnosed(tmp_path, 0.01)
-    assert [f for f in s["findings"] if f.kind == "input_bound"] == []
-    assert s["findings"][0].kind == "host_bound"
+    assert [f for f in s.findings if f.kind == "input_bound"] == []
+    assert s.findings[0].kind == "host_bound"
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ def test_a_megatron_style_data_fetch_is_an_input_wait(cat, name, tmp_path):
     path = tmp_path / "rank0.json"
     path.write_text(json.dumps({"traceEvents": events}))
     s = summarize([path])
-    assert [p.input_wait_us for p in s["traces"][0]["per_step"]] == [60.0, 60.0, 60.0]
-    (f,) = [f for f in s["findings"] if f.kind == "input_bound"]
+    assert [p.input_wait_us for p in s.traces[0].per_step] == [60.0, 60.0, 60.0]
+    (f,) = [f for f in s.findings if f.kind == "input_bound"]
     assert f.evidence["input_span"] == name and f.share_of_step == pytest.approx(0.6)
     assert "gpu_during_the_wait" not in f.evidence and "GPU" not in f.title

@@ -14,9 +14,9 @@ JUST = 0.001
 
 def _trace(waits: dict[int, float], spans: dict[int, str], gpu: bool = True) -> dict:
     t = trace()
-    t["per_step"] = [step_row(s, input_wait_us=w, input_span=spans.get(s)) for s, w in waits.items()]
+    t.per_step = [step_row(s, input_wait_us=w, input_span=spans.get(s)) for s, w in waits.items()]
     if not gpu:
-        t["gpu"] = None
+        t.gpu = None
     return t
 
 

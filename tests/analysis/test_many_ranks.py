@@ -87,8 +87,8 @@ def summary(tmp_path_factory) -> dict:
 
 
 def test_the_stragglers_are_found(summary):
-    assert len(summary["traces"]) == RANKS and ranks_view.is_many(summary)
-    assert [r["rank"] for r in ranks_view.stragglers(summary)] == [417, 998]
+    assert len(summary.traces) == RANKS and ranks_view.is_many(summary)
+    assert [r.rank for r in ranks_view.stragglers(summary)] == [417, 998]
 
 
 def test_report_is_heatmaps_not_a_row_per_rank(summary, tmp_path):

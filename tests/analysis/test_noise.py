@@ -22,23 +22,23 @@ def test_only_a_slow_step_inside_the_window_is_step_variance(step, found, tmp_pa
     warm-up or a step cut short, not a finding; the middle one (5) is."""
     path = save(with_data_loading(job2_torch19(), 0.75, only={step}), tmp_path / "rank0.json.gz")
     s = summarize([path])
-    variance = [f for f in s["findings"] if f.kind == "step_variance"]
+    variance = [f for f in s.findings if f.kind == "step_variance"]
     assert [f.evidence["slowest_step"] for f in variance] == ([5] if found else [])
-    assert [f for f in s["findings"] if f.kind == "input_bound"] == []  # one step of three: the median waits not
+    assert [f for f in s.findings if f.kind == "input_bound"] == []  # one step of three: the median waits not
 
 
 def test_a_cpu_only_trace_never_speaks_of_a_gpu():
     """A CPU-only rank whose one step is 85 % inside gloo:all_reduce: not host_bound ("runs no
     operator", as it said before issue 31), and nothing about a GPU anywhere in its findings."""
     s = summarize([next(PUBLIC.glob("cpu_only__*.json.gz"))])
-    assert [f.kind for f in s["findings"]] == []
-    (step,) = s["traces"][0]["per_step"]
+    assert [f.kind for f in s.findings] == []
+    (step,) = s.traces[0].per_step
     assert step.breakdown.communication_us / step.breakdown.step_us == pytest.approx(0.851, abs=0.001)
 
 
 def test_evidence_is_text_in_ms_never_a_dict_or_a_cut_word():
     s = summarize([FIXTURES / "job128_rank0.json.gz", FIXTURES / "job128_rank1.json.gz"])
-    lines = {f.kind: dict(evidence_lines(f.evidence)) for f in s["findings"] if f.ranks == [0] or f.kind == "straggler"}
+    lines = {f.kind: dict(evidence_lines(f.evidence)) for f in s.findings if f.ranks == [0] or f.kind == "straggler"}
     assert lines["exposed_communication"]["exposed"] == "336.98 ms"
     assert lines["straggler"]["ranks"].startswith("0 (step median: 615.12 ms, computation: 210.32 ms)")
     assert lines["memcpy"]["bytes by kind"].startswith("Memcpy DtoD: 209.2 MB")

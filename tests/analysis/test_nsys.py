@@ -142,7 +142,7 @@ def test_gpu_split_equals_an_independent_sweep(standin):
     comm = [(s, e) for s, e, n in rows if n.startswith("nccl")]
     span = max(e for _, e, _ in rows) - min(s for s, _, _ in rows)
     busy = union([(s, e) for s, e, _ in rows])
-    g = summarize([standin])["traces"][0]["gpu"]
+    g = summarize([standin]).traces[0].gpu
     assert g.span_us == pytest.approx(span / 1e3, rel=1e-12)
     assert g.computation_us == pytest.approx(union(comp) / 1e3, rel=1e-12)
     assert g.communication_total_us == pytest.approx(union(comm) / 1e3, rel=1e-12)
@@ -160,7 +160,7 @@ def test_gpu_split_equals_the_pytorch_path_on_the_same_events(standin, tmp_path)
     chrome = tmp_path / "same_events.json.gz"
     with gzip.open(chrome, "wt") as fh:
         json.dump({"traceEvents": events}, fh)
-    ours, torch_path = (summarize([p])["traces"][0]["gpu"] for p in (standin, chrome))
+    ours, torch_path = (summarize([p]).traces[0].gpu for p in (standin, chrome))
     assert ours is not None and torch_path is not None
     for key, value in dataclasses.asdict(torch_path).items():
         assert getattr(ours, key) == pytest.approx(value, rel=1e-9, abs=1e-6), key
@@ -168,10 +168,10 @@ def test_gpu_split_equals_the_pytorch_path_on_the_same_events(standin, tmp_path)
 
 def test_summary_json_names_the_format_and_has_steps_syncs_and_launches(standin):
     s = summarize([standin])
-    t = s["traces"][0]
-    assert t["format"] == "nsys-sqlite" and t["nsys"].version == "2022.2.1.31"
-    assert t["steps"].captured == list(range(FIRST_STEP, FIRST_STEP + 5))
-    a = t["analyses"]
+    t = s.traces[0]
+    assert t.format == "nsys-sqlite" and t.nsys.version == "2022.2.1.31"
+    assert t.steps.captured == list(range(FIRST_STEP, FIRST_STEP + 5))
+    a = t.analyses
     # per iteration: two blocking copies in, one out, one launch (the 2022.2 export records each call twice)
     assert a.syncs.per_step == dict.fromkeys(range(FIRST_STEP, FIRST_STEP + 5), 3)
     assert a.syncs.by_name == {"cudaMemcpy": 15}
@@ -186,22 +186,22 @@ def test_summary_json_names_the_format_and_has_steps_syncs_and_launches(standin)
     assert a.overlap.overlap_pct == pytest.approx(50.0, abs=1e-6)
     copies = {k.kind: (k.events, k.pageable, k.bytes) for k in a.bandwidth.kinds}
     assert copies == {"Memcpy HtoD": (10, 10, 10 * 262144000.0), "Memcpy DtoH": (5, 5, 5 * 262144000.0)}
-    kinds = {f.kind for f in s["findings"]}
+    kinds = {f.kind for f in s.findings}
     assert {"sync_point", "memcpy"} <= kinds
-    assert {r.name: r.calls for r in t["top_cpu_ops"]}["cudaMemcpy"] == 15
+    assert {r.name: r.calls for r in t.top_cpu_ops}["cudaMemcpy"] == 15
 
 
 def test_precision_and_per_step_rows_have_the_trace_schema_of_a_chrome_trace(standin):
     """The GPU from TARGET_INFO_GPU (an A100: Tensor Cores), no GEMM among saxpy's kernels; per-step rows
     with the keys a Chrome trace's have, and no breakdown (no CPU operators to split a step by)."""
-    t = summarize([standin])["traces"][0]
-    p = t["precision"]
+    t = summarize([standin]).traces[0]
+    p = t.precision
     assert (p.device, p.compute_capability, p.tensor_cores) == ("NVIDIA A100-SXM4-40GB", 8.0, True)
     assert (p.fp32_us, p.half_us, p.fp32_kernels) == (0.0, 0.0, [])
-    assert [(r.step, r.breakdown, r.input_wait_us, r.input_span) for r in t["per_step"]] == [
+    assert [(r.step, r.breakdown, r.input_wait_us, r.input_span) for r in t.per_step] == [
         (step, None, 0.0, None) for step in range(FIRST_STEP, FIRST_STEP + 5)
     ]
-    assert [r.time_us for r in t["per_step"]] == [d.duration_us for d in t["analyses"].steps]
+    assert [r.time_us for r in t.per_step] == [d.duration_us for d in t.analyses.steps]
 
 
 def test_an_export_without_the_optional_tables_and_columns_is_read(standin):
@@ -214,19 +214,19 @@ def test_an_export_without_the_optional_tables_and_columns_is_read(standin):
         conn.execute("ALTER TABLE NVTX_EVENTS DROP COLUMN textId")  # names inline only, as older exports write them
         inline = "(SELECT value FROM StringIds WHERE id = demangledName)"
         conn.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = {inline}")  # kernel names inline too
-    t = summarize([standin])["traces"][0]
-    assert t["steps"].count == 5 and t["gpu"].gpu_events == 25
-    assert {k.name: k.type for k in t["top_gpu_kernels"]}[NCCL_NAME] == "communication"
-    assert t["gpu"].communication_total_us > 0 and t["nsys"].stats.gpu_kernels[0].name.startswith(("saxpy", "nccl"))
-    assert t["nsys"].version is None and t["nsys"].cupti_synchronizations == {}
+    t = summarize([standin]).traces[0]
+    assert t.steps.count == 5 and t.gpu.gpu_events == 25
+    assert {k.name: k.type for k in t.top_gpu_kernels}[NCCL_NAME] == "communication"
+    assert t.gpu.communication_total_us > 0 and t.nsys.stats.gpu_kernels[0].name.startswith(("saxpy", "nccl"))
+    assert t.nsys.version is None and t.nsys.cupti_synchronizations == {}
 
 
 def test_an_export_with_only_nvtx_has_steps_and_no_gpu(standin):
     with sqlite3.connect(standin) as conn:
         for table in ("KERNEL", "MEMCPY", "MEMSET", "RUNTIME", "SYNCHRONIZATION"):
             conn.execute(f"DROP TABLE CUPTI_ACTIVITY_KIND_{table}")
-    t = summarize([standin])["traces"][0]
-    assert t["gpu"] is None and t["top_gpu_kernels"] == [] and t["steps"].count == 5
+    t = summarize([standin]).traces[0]
+    assert t.gpu is None and t.top_gpu_kernels == [] and t.steps.count == 5
 
 
 def test_bad_inputs_are_one_line_problems(tmp_path, monkeypatch):
@@ -241,8 +241,8 @@ def test_bad_inputs_are_one_line_problems(tmp_path, monkeypatch):
     monkeypatch.setenv("BRIDGE_PLUGINS_CACHE", str(tmp_path / "cache"))
     files = ["other.sqlite", "text.sqlite", "profile_1.qdstrm", "report.nsys-rep"]
     s = summarize([SAXPY, *(tmp_path / f for f in files)])
-    errors = {Path(p["file"]).name: p["error"] for p in s["problems"]}
-    assert set(errors) == set(files) and len(s["traces"]) == 1
+    errors = {Path(p.file).name: p.error for p in s.problems}
+    assert set(errors) == set(files) and len(s.traces) == 1
     assert "not an nsys export" in errors["other.sqlite"] and "not an SQLite file" in errors["text.sqlite"]
     assert "never imported" in errors["profile_1.qdstrm"]
     assert errors["report.nsys-rep"].startswith(
@@ -257,7 +257,7 @@ def test_a_job_directory_reads_a_report_once_from_its_export_beside_it(tmp_path)
     copy_of(SAXPY, nsys_dir / "profile_123.sqlite")
     (nsys_dir / "profile_123.nsys-rep").write_bytes(b"the report the export was made from")
     s = summarize([tmp_path])
-    assert [t["file"] for t in s["traces"]] == [str(nsys_dir / "profile_123.sqlite")] and s["problems"] == []
+    assert [t.file for t in s.traces] == [str(nsys_dir / "profile_123.sqlite")] and s.problems == []
 
 
 @pytest.mark.slow
@@ -352,4 +352,4 @@ def test_a_gpu_table_without_process_ids_still_joins_its_launches(standin):
                      "VALUES (1, 2, 0, 1, 7, 0, 64)")  # fmt: skip
         conn.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_MEMSET DROP COLUMN globalPid")
     s = summarize([standin])
-    assert s["problems"] == [] and s["traces"][0]["analyses"].launches.launches == 5
+    assert s.problems == [] and s.traces[0].analyses.launches.launches == 5

@@ -21,13 +21,13 @@ OLD = Path(__file__).parents[1] / "fixtures" / "old_format"
 @functools.cache
 def figures(path: Path) -> dict:
     s = summarize([path], top=None)
-    (t,) = s["traces"]
+    (t,) = s.traces
     return {
-        "steps": t["steps"],
-        "per_step": t["per_step"],
-        "gpu": t["gpu"],
-        "top_cpu_ops": t["top_cpu_ops"],
-        "findings": [(f.kind, f.title, f.time_us_per_step) for f in s["findings"]],
+        "steps": t.steps,
+        "per_step": t.per_step,
+        "gpu": t.gpu,
+        "top_cpu_ops": t.top_cpu_ops,
+        "findings": [(f.kind, f.title, f.time_us_per_step) for f in s.findings],
     }
 
 
@@ -53,6 +53,6 @@ def test_an_input_bound_run_reads_the_same_in_both_formats(tmp_path):
         "1.9": save(with_data_loading(to_old_format(today), 1 / 3), tmp_path / "old" / "rank0.json.gz"),
     }
     s = {k: summarize([p], top=None) for k, p in made.items()}
-    assert s["1.9"]["traces"][0]["per_step"] == s["today"]["traces"][0]["per_step"]
-    found = {k: [(f.kind, f.time_us_per_step) for f in v["findings"]] for k, v in s.items()}
+    assert s["1.9"].traces[0].per_step == s["today"].traces[0].per_step
+    found = {k: [(f.kind, f.time_us_per_step) for f in v.findings] for k, v in s.items()}
     assert found["1.9"] == found["today"] and found["today"][0][0] == "input_bound"

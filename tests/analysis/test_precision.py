@@ -19,7 +19,7 @@ PUBLIC = FIXTURES.parent / "public-traces"
 
 
 def fp32(path):
-    return [f for f in summarize([path])["findings"] if f.kind == "fp32_gemm"]
+    return [f for f in summarize([path]).findings if f.kind == "fp32_gemm"]
 
 
 def test_fp32_gemms_on_an_a100_advise_bf16():

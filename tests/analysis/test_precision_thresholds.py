@@ -13,7 +13,7 @@ JUST = 0.001
 
 def _fp32(fp32_us: float, half_us: float, capability: float | None = 8.0) -> list:
     t = trace()
-    t["precision"] = GemmPrecision(
+    t.precision = GemmPrecision(
         tensor_cores=True,
         fp32_us=fp32_us,
         half_us=half_us,

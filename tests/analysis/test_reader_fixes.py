@@ -26,9 +26,9 @@ def test_one_invalid_utf8_byte_without_huge_ints_is_summarized(tmp_path):
     text = gzip.decompress(J128[0].read_bytes()).replace(b'"aten::_foreach_mul_"', b'"aten::\xff_foreach_mul_"', 1)
     p = tmp_path / "bad_byte.json"
     p.write_bytes(text)
-    (t,) = summarize([p], top=None)["traces"]
-    assert t["gpu"].computation_us == 210320 and t["steps"].captured == [551, 552]
-    assert any(r.name == "aten::\ufffd_foreach_mul_" for r in t["top_cpu_ops"])
+    (t,) = summarize([p], top=None).traces
+    assert t.gpu.computation_us == 210320 and t.steps.captured == [551, 552]
+    assert any(r.name == "aten::\ufffd_foreach_mul_" for r in t.top_cpu_ops)
     proc = cli("summary", p)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert "551-552" in proc.stdout

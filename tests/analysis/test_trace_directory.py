@@ -30,13 +30,13 @@ def profiler_log_dir(tmp_path):
 def test_summary_reads_a_profiler_log_directory(tmp_path):
     d = profiler_log_dir(tmp_path)
     s = summarize([d])
-    got = sorted((t["file"].rsplit("/", 1)[1], t["rank"], t["rank_source"]) for t in s["traces"])
+    got = sorted((t.file.rsplit("/", 1)[1], t.rank, t.rank_source) for t in s.traces)
     assert got == [
         ("node7_4241.1700000000456.pt.trace.json", 0, "distributedInfo"),
         ("node7_4242.1700000000123.pt.trace.json.gz", 1, "distributedInfo"),
         ("other_tool_output.json.gz", 0, "distributedInfo"),
     ]
-    assert [(p["file"].rsplit("/", 1)[1], p["error"]) for p in s["problems"]] == [
+    assert [(p.file.rsplit("/", 1)[1], p.error) for p in s.problems] == [
         ("config.json", "not a Chrome trace (no traceEvents key near the start)")
     ]
 

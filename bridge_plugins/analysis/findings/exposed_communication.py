@@ -24,17 +24,17 @@ ADVICE = [
 
 
 def check(trace: TraceSummary) -> list[Finding]:
-    o = trace["analyses"].overlap
+    o = trace.analyses.overlap
     if o is None or not o.communication_us:
         return []
-    base, rank = step_base(trace), trace["rank"]
+    base, rank = step_base(trace), trace.rank
     per_step = base.per_step(o.exposed_us)
     share = base.share(per_step)
     if share is None or share < MIN_SHARE:
         return []
-    comm = [
-        k for k in (trace["analyses"].kernels.kernels if trace["analyses"].kernels else []) if k.type == "communication"
-    ][:3]
+    comm = [k for k in (trace.analyses.kernels.kernels if trace.analyses.kernels else []) if k.type == "communication"][
+        :3
+    ]
     evidence = {
         "exposed_us": o.exposed_us,
         "communication_us": o.communication_us,

@@ -39,17 +39,17 @@ INPUT_ADVICE = [
 
 def _busiest_stream(trace: TraceSummary) -> StreamIdle | None:
     """The stream most computation runs on (communication streams wait on others by design)."""
-    idle = trace["analyses"].idle
+    idle = trace.analyses.idle
     return max(idle.streams if idle else [], key=lambda s: (s.computation_us, s.busy_us), default=None)
 
 
 def check(trace: TraceSummary) -> list[Finding]:
-    base, a, rank = step_base(trace), trace["analyses"], trace["rank"]
+    base, a, rank = step_base(trace), trace.analyses, trace.rank
     explained = explained_us(trace)
-    if trace["gpu"] is None:
+    if trace.gpu is None:
         outside = [s.outside_ops_us for s in a.steps if s.outside_ops_us is not None]
         whole = median(outside)
-        waiting = median([p.breakdown.communication_us for p in trace["per_step"] if p.breakdown])
+        waiting = median([p.breakdown.communication_us for p in trace.per_step if p.breakdown])
         per_step = None if whole is None else whole - explained - (waiting or 0.0)
         if per_step is None or not base.median_us or per_step < MIN_OUTSIDE_SHARE * base.median_us:
             return []
@@ -61,7 +61,7 @@ def check(trace: TraceSummary) -> list[Finding]:
             evidence["input_wait_us_per_step_left_to_input_bound"] = explained
         title = f"rank {rank}: {100 * per_step / base.median_us:.0f} % of each step runs no operator (Python or other host work)"
         return [finding(KIND, title, base, per_step, evidence, INPUT_ADVICE, ranks=[rank], timeline=timeline_id(rank))]
-    g, stream = trace["gpu"], _busiest_stream(trace)
+    g, stream = trace.gpu, _busiest_stream(trace)
     input_wait = explained * base.steps  # GPU idle time input_bound explains, over the trace
     idle = g.idle_us - input_wait
     if stream is None or not g.span_us or idle < MIN_IDLE_SHARE * g.span_us:

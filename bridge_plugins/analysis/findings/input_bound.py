@@ -28,11 +28,11 @@ ADVICE = [
 
 def explained_us(trace: TraceSummary) -> float:
     """The input wait per step (the median over the captured steps; 0 without steps)."""
-    return median([p.input_wait_us or 0.0 for p in trace["per_step"]]) or 0.0
+    return median([p.input_wait_us or 0.0 for p in trace.per_step]) or 0.0
 
 
 def check(trace: TraceSummary) -> list[Finding]:
-    base, rank, steps = step_base(trace), trace["rank"], trace["per_step"]
+    base, rank, steps = step_base(trace), trace.rank, trace.per_step
     per_step = explained_us(trace)
     if not base.median_us or per_step < MIN_SHARE * base.median_us:
         return []
@@ -45,8 +45,8 @@ def check(trace: TraceSummary) -> list[Finding]:
         "wait_us_by_step": waiting,
         "share_of_median_step": per_step / base.median_us,
     }
-    if trace["gpu"] is not None:
+    if trace.gpu is not None:
         evidence["gpu_during_the_wait"] = "idle (no kernel, memcpy or memset runs)"
-    where = "while the GPU idles" if trace["gpu"] is not None else "running no operator of the model"
+    where = "while the GPU idles" if trace.gpu is not None else "running no operator of the model"
     title = f"rank {rank}: each step waits {100 * per_step / base.median_us:.0f} % of its time on its input ({span}) {where}"
     return [finding(KIND, title, base, per_step, evidence, ADVICE, ranks=[rank], timeline=timeline_id(rank))]

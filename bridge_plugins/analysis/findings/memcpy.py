@@ -20,7 +20,7 @@ ADVICE = [
 
 
 def check(trace: TraceSummary) -> list[Finding]:
-    a, base, rank = trace["analyses"], step_base(trace), trace["rank"]
+    a, base, rank = trace.analyses, step_base(trace), trace.rank
     kinds = a.bandwidth.kinds if a.bandwidth else []
     pageable = [k for k in kinds if k.pageable]
     blocking = a.syncs.by_name.get("cudaMemcpy", 0) + a.syncs.by_name.get("hipMemcpy", 0)

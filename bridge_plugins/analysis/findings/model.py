@@ -35,7 +35,7 @@ class StepBase:
 
 
 def step_base(trace: TraceSummary) -> StepBase:
-    st = trace["steps"]
+    st = trace.steps
     return StepBase(max(st.count, 1), st.median_us)
 
 

@@ -33,7 +33,7 @@ ADVICE = [
 
 
 def check(trace: TraceSummary) -> list[Finding]:
-    p, base, rank = trace.get("precision"), step_base(trace), trace["rank"]
+    p, base, rank = trace.precision, step_base(trace), trace.rank
     if p is None or not p.tensor_cores or not base.median_us:
         return []
     classified = p.fp32_us + p.half_us

@@ -32,7 +32,7 @@ KINDS = tuple(m.KIND for m in PER_TRACE) + (straggler.KIND,)
 
 
 def rank_findings(summary: Summary) -> list[Finding]:
-    found = [f for t in summary["traces"] for rule in PER_TRACE for f in rule.check(t)]
+    found = [f for t in summary.traces for rule in PER_TRACE for f in rule.check(t)]
     found += straggler.check(summary)
     return _input_first(sorted(found, key=lambda f: (-f.time_us_per_step, f.kind, f.ranks)))
 

@@ -23,7 +23,7 @@ ADVICE = [
 
 
 def check(trace: TraceSummary) -> list[Finding]:
-    ls, base, rank = trace["analyses"].launches, step_base(trace), trace["rank"]
+    ls, base, rank = trace.analyses.launches, step_base(trace), trace.rank
     if ls is None or not ls.launches:
         return []
     share_short = ls.shorter_on_gpu / ls.launches
@@ -31,7 +31,7 @@ def check(trace: TraceSummary) -> list[Finding]:
         return []
     per_step = base.per_step(ls.launch_overhead_us)
     smallest = sorted(
-        (k for k in (trace["analyses"].kernels.kernels if trace["analyses"].kernels else []) if k.calls >= base.steps),
+        (k for k in (trace.analyses.kernels.kernels if trace.analyses.kernels else []) if k.calls >= base.steps),
         key=lambda k: (-k.calls, k.mean_us),
     )[:5]
     evidence = {

@@ -43,7 +43,7 @@ def _differences(slow: StepDetail, typical: StepDetail) -> dict[str, dict[str, f
 
 
 def check(trace: TraceSummary) -> list[Finding]:
-    steps, base, rank = trace["analyses"].steps, step_base(trace), trace["rank"]
+    steps, base, rank = trace.analyses.steps, step_base(trace), trace.rank
     if len(steps) < MIN_STEPS:
         return []
     med = statistics.median(s.duration_us for s in steps)

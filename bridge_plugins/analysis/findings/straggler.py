@@ -23,34 +23,32 @@ ADVICE = [
 
 def check(summary: Summary) -> list[Finding]:
     out = []
-    for group in summary["cross_rank"]:
-        medians = group["medians"]
-        for r in group["ranks"]:
-            if not r["straggler"]:
+    for group in summary.cross_rank:
+        medians = group.medians
+        for r in group.ranks:
+            if not r.straggler:
                 continue
-            steps = max(len(group["steps"]), 1)
-            if r["step_median_us"] is not None and medians["step_median_us"]:
-                per_step = max(r["step_median_us"] - medians["step_median_us"], 0.0)
+            steps = max(len(group.steps), 1)
+            if r.step_median_us is not None and medians["step_median_us"]:
+                per_step = max(r.step_median_us - medians["step_median_us"], 0.0)
             else:
-                per_step = max((r["computation_us"] or 0.0) - (medians["computation_us"] or 0.0), 0.0) / steps
-            if r["computation_us"] is not None and medians["computation_us"]:
-                per_step = max(per_step, (r["computation_us"] - medians["computation_us"]) / steps)
+                per_step = max((r.computation_us or 0.0) - (medians["computation_us"] or 0.0), 0.0) / steps
+            if r.computation_us is not None and medians["computation_us"]:
+                per_step = max(per_step, (r.computation_us - medians["computation_us"]) / steps)
             evidence = {
-                "steps": group["steps"],
-                "reasons": r["straggler_reasons"],
-                "step_vs_median": r["step_vs_median"],
-                "computation_vs_median": r["computation_vs_median"],
-                "waiting_ranks": group["waiting"],
+                "steps": group.steps,
+                "reasons": r.straggler_reasons,
+                "step_vs_median": r.step_vs_median,
+                "computation_vs_median": r.computation_vs_median,
+                "waiting_ranks": group.waiting,
                 "ranks": {
-                    x["rank"]: {"step_median_us": x["step_median_us"], "computation_us": x["computation_us"]}
-                    for x in group["ranks"]
+                    x.rank: {"step_median_us": x.step_median_us, "computation_us": x.computation_us}
+                    for x in group.ranks
                 },
             }
             base = StepBase(steps, medians["step_median_us"])
-            title = f"rank {r['rank']} is a straggler ({', '.join(r['straggler_reasons'])} above the median of {len(group['ranks'])} ranks)"
+            title = f"rank {r.rank} is a straggler ({', '.join(r.straggler_reasons)} above the median of {len(group.ranks)} ranks)"
             out.append(
-                finding(
-                    KIND, title, base, per_step, evidence, ADVICE, ranks=[r["rank"]], timeline=timeline_id(r["rank"])
-                )
+                finding(KIND, title, base, per_step, evidence, ADVICE, ranks=[r.rank], timeline=timeline_id(r.rank))
             )
     return out

@@ -22,7 +22,7 @@ ADVICE = [
 
 
 def check(trace: TraceSummary) -> list[Finding]:
-    s, base, rank = trace["analyses"].syncs, step_base(trace), trace["rank"]
+    s, base, rank = trace.analyses.syncs, step_base(trace), trace.rank
     in_steps = sum(s.per_step.values())
     if not s.per_step or in_steps < len(s.per_step):
         return []

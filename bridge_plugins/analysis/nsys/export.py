@@ -9,6 +9,7 @@ Without an nsys on PATH (or ``$NSYS``) the report cannot be read, and the error 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -103,4 +104,4 @@ def _export_into(nsys: str, path: Path, target: Path) -> None:
 
 def summarize_report(path: Path) -> TraceAsRead:
     """The trace entry of a ``.nsys-rep``: its export's, with the report's own name and format."""
-    return {**summarize_export(export_report(Path(path)), shown_as=Path(path)), "format": FORMAT}
+    return dataclasses.replace(summarize_export(export_report(Path(path)), shown_as=Path(path)), format=FORMAT)

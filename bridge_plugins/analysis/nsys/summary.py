@@ -116,24 +116,24 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
     step_figures = step_stats({n: (e - s) / 1e3 for n, (s, e) in found.items()})
     if not found:
         step_figures = dataclasses.replace(step_figures, note=steps.NO_NVTX_STEPS)
-    return {
-        "file": str(shown),
-        "rank": rank,
-        "rank_source": source,
-        "world_size": None,
-        "events": sum(export.rows(t) for t in (KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX)),
-        "steps": step_figures,
-        "per_step": [_step_row(d.step, d.duration_us) for d in details],
-        "gpu": gpu.breakdown(figures) if figures else None,
-        "top_cpu_ops": api_rows(export),
-        "top_gpu_kernels": top_kernels,
-        "precision": gemm_precision(gpu.device_header(export), top_kernels),
-        "analyses": analyses,
-        "format": FORMAT,
-        "nsys": NsysReport(
+    return TraceAsRead(
+        file=str(shown),
+        rank=rank,
+        rank_source=source,
+        world_size=None,
+        events=sum(export.rows(t) for t in (KERNEL, MEMCPY, MEMSET, RUNTIME, NVTX)),
+        steps=step_figures,
+        per_step=[_step_row(d.step, d.duration_us) for d in details],
+        gpu=gpu.breakdown(figures) if figures else None,
+        top_cpu_ops=api_rows(export),
+        top_gpu_kernels=top_kernels,
+        precision=gemm_precision(gpu.device_header(export), top_kernels),
+        analyses=analyses,
+        format=FORMAT,
+        nsys=NsysReport(
             version=export.version,
             export_schema_version=export.schema_version,
             stats=stats,
             cupti_synchronizations=steps.cupti_synchronizations(export),
         ),
-    }
+    )

@@ -19,7 +19,7 @@ def _evidence(evidence: dict) -> str:
 
 
 def findings_section(s: Summary) -> str:
-    findings = s.get("findings") or []
+    findings = s.findings
     if not findings:
         return section(
             "findings", "Findings", '<p class="note">Nothing stands out (docs/diagnose.md lists what is checked).</p>'
@@ -45,11 +45,11 @@ def findings_section(s: Summary) -> str:
 def why_section(s: Summary) -> str:
     """Per rank, one line per analyzer (overlap, idle, launches, queue, memcpy, attribution, syncs)."""
     blocks = []
-    for i, t in enumerate(s["traces"]):
-        rows = "".join(f"<tr><td>{escape(q)}</td><td>{escape(a)}</td></tr>" for q, a in headlines(t["analyses"]))
-        name = escape(t["file"].rsplit("/", 1)[-1])
+    for i, t in enumerate(s.traces):
+        rows = "".join(f"<tr><td>{escape(q)}</td><td>{escape(a)}</td></tr>" for q, a in headlines(t.analyses))
+        name = escape(t.file.rsplit("/", 1)[-1])
         blocks.append(
-            f'<details class="rank"{" open" if i == 0 else ""}><summary>rank {t["rank"]} <span class="file">{name}</span>'
+            f'<details class="rank"{" open" if i == 0 else ""}><summary>rank {t.rank} <span class="file">{name}</span>'
             f'</summary><table id="table-why-{i}" class="why">{rows}</table></details>'
         )
     intro = (

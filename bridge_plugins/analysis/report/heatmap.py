@@ -8,6 +8,7 @@ of the worst stragglers only. A page of 1,000 ranks stays a few hundred kB (a ro
 
 from __future__ import annotations
 
+import dataclasses
 from html import escape
 
 from bridge_plugins.analysis import ranks_view
@@ -95,7 +96,7 @@ def _fraction(v: float) -> str:
 
 
 def steps_section(s: Summary) -> str:
-    g = ranks_view.grid(s["traces"], "time_us")
+    g = ranks_view.grid(s.traces, "time_us")
     values = g.values()
     if not values:
         return section("steps", "Step times", '<p class="note">No ProfilerStep spans in these traces.</p>')
@@ -104,7 +105,7 @@ def steps_section(s: Summary) -> str:
 
 
 def gpu_section(s: Summary) -> str:
-    g = ranks_view.grid(s["traces"], "gpu_idle_share")
+    g = ranks_view.grid(s.traces, "gpu_idle_share")
     if not g.values():
         return section("gpu", "GPU idle", '<p class="note">No GPU events in these traces (CPU-only runs).</p>')
     chart = heatmap("chart-idle-heatmap", "GPU idle share, rank x step", g, 0.0, 1.0, _fraction, _fold_note(g))
@@ -130,12 +131,12 @@ def _spread_table(s: Summary) -> str:
 def stragglers_section(s: Summary) -> str:
     rows = ranks_view.stragglers(s)
     table_rows = [
-        rank_figure_cells(r) + f"<td>{escape(', '.join(r['straggler_reasons']))}</td>" for r in rows[:STRAGGLER_ROWS]
+        rank_figure_cells(r) + f"<td>{escape(', '.join(r.straggler_reasons))}</td>" for r in rows[:STRAGGLER_ROWS]
     ]
     more = len(rows) - STRAGGLER_ROWS
     note = f'<p class="note">and {more} more stragglers: summary --json lists every rank.</p>' if more > 0 else ""
     verdict = (
-        f'<p class="verdict">{len(rows)} of {len(s["traces"])} ranks straggle; '
+        f'<p class="verdict">{len(rows)} of {len(s.traces)} ranks straggle; '
         f"{ranks_view.waiting_count(s)} wait on them in communication.</p>"
         if rows
         else '<p class="verdict">No straggler: every rank is within 10 % of the median step and compute time.</p>'
@@ -157,8 +158,8 @@ def sections(s: Summary) -> tuple[list[str], list[tuple[str, str]]]:
     """The page's trace sections for many ranks, and their navigation links."""
     detail = ranks_view.detail(s)
     which = "the worst stragglers" if ranks_view.stragglers(s) else "the lowest rank"
-    tops = tops_section({**s, "traces": detail}).replace(
-        "Click a rank to open it.", f"Shown for {len(detail)} of {len(s['traces'])} ranks: {which}."
+    tops = tops_section(dataclasses.replace(s, traces=detail)).replace(
+        "Click a rank to open it.", f"Shown for {len(detail)} of {len(s.traces)} ranks: {which}."
     )
     return (
         [steps_section(s), gpu_section(s), stragglers_section(s), tops],

@@ -61,10 +61,10 @@ padding:8px 12px;margin:8px 0}.alert,.problems{background:#fdecea;border-left:4p
 
 
 def _overview(s: Summary) -> str:
-    traces = s["traces"]
-    medians = sorted(t["steps"].median_us for t in traces if t["steps"].median_us is not None)
-    stragglers = sorted({r for g in s["cross_rank"] for r in g["stragglers"]})
-    cards = card("ranks", str(len({t["rank"] for t in traces})), count(len(traces), "trace"))
+    traces = s.traces
+    medians = sorted(t.steps.median_us for t in traces if t.steps.median_us is not None)
+    stragglers = sorted({r for g in s.cross_rank for r in g.stragglers})
+    cards = card("ranks", str(len({t.rank for t in traces})), count(len(traces), "trace"))
     if medians:
         mid = statistics.median(medians)
         cards += card("median step", fmt_ms(mid), "median of the ranks' medians", mid, "median-step")
@@ -74,7 +74,7 @@ def _overview(s: Summary) -> str:
         "see Stragglers",
         cls="alert" if stragglers else "",
     )
-    devices = [main_device(f) for f in (s["memory"].files if s["memory"] else [])]
+    devices = [main_device(f) for f in (s.memory.files if s.memory else [])]
     peaks = [d.peak_allocated for d in devices if d]
     if peaks:
         cards += card("peak memory", fmt_bytes(max(peaks)), "allocated, highest snapshot")
@@ -84,15 +84,15 @@ def _overview(s: Summary) -> str:
 def render(
     summary: Summary, comparison: RunComparison | None = None, memory_comparison: SnapshotComparison | None = None
 ) -> str:
-    """The page for a summary dict (``analysis.summarize``) and optional comparisons."""
-    problems = summary["problems"] + (comparison.problems if comparison else [])
+    """The page for a Summary (``analysis.summarize``) and optional comparisons."""
+    problems = summary.problems + (comparison.problems if comparison else [])
     problems_html = ""
     if problems:
-        items = "".join(f"<li>{escape(p['file'])}: {escape(p['error'])}</li>" for p in problems)
+        items = "".join(f"<li>{escape(p.file)}: {escape(p.error)}</li>" for p in problems)
         problems_html = f'<section class="problems" id="problems"><b>Files skipped</b><ul>{items}</ul></section>'
     if ranks_view.is_many(summary):
         sections, links = heatmap.sections(summary)
-    elif summary["traces"]:
+    elif summary.traces:
         sections = [findings_section(summary), steps_section(summary), step_breakdown_section(summary)]
         sections.append(timelines_section(summary))
         sections += [gpu_section(summary), why_section(summary), stragglers_section(summary), tops_section(summary)]
@@ -103,14 +103,14 @@ def render(
     else:
         sections = [section("steps", "Traces", '<p class="note">No PyTorch traces here: only memory snapshots.</p>')]
         links = []
-    sections.append(memory_section(summary.get("memory")))
+    sections.append(memory_section(summary.memory))
     links.append(("memory", "Memory"))
     if comparison:
         sections.append(compare_section(comparison, memory_comparison))
         links.append(("compare", "Comparison"))
     nav = "".join(f'<a href="#{i}">{escape(t)}</a>' for i, t in links)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    inputs = escape(", ".join(summary["inputs"]))
+    inputs = escape(", ".join(summary.inputs))
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'

@@ -84,8 +84,8 @@ def card(label: str, value: str, sub: str = "", data_value: object = None, cls: 
 
 def rank_label(trace: TraceSummary, traces: Sequence[TraceSummary]) -> str:
     """``rank 3``, or ``rank 3 · file`` when one rank has several traces (e.g. two windows)."""
-    same = [t for t in traces if t["rank"] == trace["rank"]]
-    label = f"rank {trace['rank']}"
+    same = [t for t in traces if t.rank == trace.rank]
+    label = f"rank {trace.rank}"
     if len(same) > 1:
-        label += f" · {trace['file'].rsplit('/', 1)[-1]}"
+        label += f" · {trace.file.rsplit('/', 1)[-1]}"
     return label

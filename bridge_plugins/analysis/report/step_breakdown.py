@@ -26,23 +26,23 @@ PARTS = [  # (key, label, colour), in the plugin's priority order
 
 
 def step_breakdown_section(s: Summary) -> str:
-    traces = [t for t in s["traces"] if any(p.breakdown for p in t["per_step"])]
+    traces = [t for t in s.traces if any(p.breakdown for p in t.per_step)]
     charts = []
     for t in traces[:MAX_RANKS]:
-        gpu = t["gpu"] is not None
+        gpu = t.gpu is not None
         parts = [p for p in PARTS if gpu or p[0].removesuffix("_us") not in GPU_PARTS]
         rows = [
             {
                 "label": f"step {p.step}",
                 "values": parts_of(p.breakdown),
                 "total": p.breakdown.step_us,
-                "data": {"rank": t["rank"], "step": p.step, "step-us": p.breakdown.step_us},
+                "data": {"rank": t.rank, "step": p.step, "step-us": p.breakdown.step_us},
             }
-            for p in t["per_step"]
+            for p in t.per_step
             if p.breakdown
         ]
-        title = f"Where each step goes, {rank_label(t, s['traces'])}"
-        charts.append(stacked_hbars(f"chart-step-breakdown-{t['rank']}", title, rows, parts, fmt_ms))
+        title = f"Where each step goes, {rank_label(t, s.traces)}"
+        charts.append(stacked_hbars(f"chart-step-breakdown-{t.rank}", title, rows, parts, fmt_ms))
     if not charts:
         return section("step-breakdown", "Where each step goes", '<p class="note">No ProfilerStep spans.</p>')
     more = len(traces) - MAX_RANKS

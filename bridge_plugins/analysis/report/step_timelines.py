@@ -95,12 +95,12 @@ def timeline_svg(rank: int, tl: StepTimeline) -> str:
 
 def timelines_section(s: Summary) -> str:
     blocks, seen = [], set()
-    for t in s["traces"]:
-        if t["rank"] in seen:  # one timeline per rank (its first trace): the anchors findings link to
+    for t in s.traces:
+        if t.rank in seen:  # one timeline per rank (its first trace): the anchors findings link to
             continue
-        seen.add(t["rank"])
-        for tl in t["analyses"].timelines:
-            blocks.append(timeline_svg(t["rank"], tl))
+        seen.add(t.rank)
+        for tl in t.analyses.timelines:
+            blocks.append(timeline_svg(t.rank, tl))
     if not blocks:
         return section("timeline", "Step timelines", '<p class="note">No ProfilerStep spans: no step to draw.</p>')
     intro = (

@@ -69,9 +69,9 @@ def advice(findings: list[Finding], limit: int = 3) -> list[Text | Bullet]:
 
 def analyses_table(trace: TraceSummary) -> Table:
     """One row per analyzer with its headline figures for one trace."""
-    t = Table(title=f"Why, rank {trace['rank']}", title_justify="left")
+    t = Table(title=f"Why, rank {trace.rank}", title_justify="left")
     t.add_column("question")
     t.add_column("answer", overflow="fold")
-    for question, answer in headlines(trace["analyses"]):
+    for question, answer in headlines(trace.analyses):
         t.add_row(question, answer)
     return t

@@ -25,10 +25,10 @@ def _fmt(label: str, v: float) -> str:
 
 
 def _spread_table(s: Summary) -> Table:
-    traces = s["traces"]
-    steps = sorted({n for t in traces for n in t["steps"].captured})
+    traces = s.traces
+    steps = sorted({n for t in traces for n in t.steps.captured})
     t = Table(
-        title=f"{len({tr['rank'] for tr in traces})} ranks, {len(traces)} traces, steps {step_ranges(steps)}: "
+        title=f"{len({tr.rank for tr in traces})} ranks, {len(traces)} traces, steps {step_ranges(steps)}: "
         "spread across ranks (step times in ms)",
         title_justify="left",
     )
@@ -45,7 +45,7 @@ def _stragglers_table(s: Summary) -> Table | Text:
     if not rows:
         return Text("No straggler: every rank's step and compute time is within 10 % of the median.")
     t = Table(
-        title=f"Stragglers: {len(rows)} of {len(s['traces'])} ranks; "
+        title=f"Stragglers: {len(rows)} of {len(s.traces)} ranks; "
         f"{ranks_view.waiting_count(s)} ranks wait on them in communication",
         title_justify="left",
     )
@@ -57,12 +57,12 @@ def _stragglers_table(s: Summary) -> Table | Text:
 
     for r in rows[:STRAGGLER_ROWS]:
         t.add_row(
-            str(r["rank"]),
-            ms(r["step_median_us"]),
-            rel(r["step_vs_median"]),
-            ms(r["computation_us"]),
-            rel(r["computation_vs_median"]),
-            Text(", ".join(r["straggler_reasons"]), style="bold red"),
+            str(r.rank),
+            ms(r.step_median_us),
+            rel(r.step_vs_median),
+            ms(r.computation_us),
+            rel(r.computation_vs_median),
+            Text(", ".join(r.straggler_reasons), style="bold red"),
         )
     if len(rows) > STRAGGLER_ROWS:
         t.caption = f"and {len(rows) - STRAGGLER_ROWS} more (summary --json or report lists every rank)"
@@ -83,14 +83,14 @@ def _top(title: str, rows: list[tuple[float, int, str]]) -> Table:
 def renderables(s: Summary) -> list:
     out: list = [_spread_table(s), _stragglers_table(s)]
     for tr in ranks_view.detail(s, most=1):
-        label = f"rank {tr['rank']} ({Path(tr['file']).name})"
-        if ops := tr["top_cpu_ops"]:
+        label = f"rank {tr.rank} ({Path(tr.file).name})"
+        if ops := tr.top_cpu_ops:
             rows = [(o.self_us, o.calls, o.name) for o in ops]
             out.append(_top(f"Top operators by self time (CPU), {label}", rows))
-        if kernels := tr["top_gpu_kernels"]:
+        if kernels := tr.top_gpu_kernels:
             rows = [(k.total_us, k.calls, k.name) for k in kernels]
             out.append(_top(f"Top GPU kernels by time, {label}", rows))
-    untimed = [t for t in s["traces"] if t["steps"].note]
+    untimed = [t for t in s.traces if t.steps.note]
     if untimed:
-        out.append(Text(f"{len(untimed)} traces have no step times: {untimed[0]['steps'].note}", style="yellow"))
+        out.append(Text(f"{len(untimed)} traces have no step times: {untimed[0].steps.note}", style="yellow"))
     return out

@@ -1,4 +1,4 @@
-"""The summary dict as rich tables for the terminal (``bridge-plugins summary`` without --json).
+"""The Summary as rich tables for the terminal (``bridge-plugins summary`` without --json).
 
 Renders only what summarize() computed, so the terminal, ``--json`` and the HTML report show the
 same figures.
@@ -17,7 +17,7 @@ from rich.text import Text
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.analyzers.gpu_breakdown import PARTS, parts_us
 from bridge_plugins.analysis.analyzers.step_breakdown import GPU_PARTS, ROLES, mean_breakdown
-from bridge_plugins.analysis.schema import Summary, TraceSummary
+from bridge_plugins.analysis.schema import CrossRankGroup, Summary, TraceSummary
 from bridge_plugins.analysis.text import many_ranks
 from bridge_plugins.analysis.text.cells import ms, pct, short, step_ranges
 from bridge_plugins.analysis.text.findings import analyses_table, findings_table
@@ -25,7 +25,7 @@ from bridge_plugins.analysis.text.memory import brief
 
 
 def _ranks_table(s: Summary) -> Table:
-    gpu = any(tr["gpu"] for tr in s["traces"])  # CPU-only traces: no GPU columns
+    gpu = any(tr.gpu for tr in s.traces)  # CPU-only traces: no GPU columns
     t = Table(
         title="Per rank: steps (ms)" + (" and GPU time (ms, share of the GPU span)" if gpu else ""),
         title_justify="left",
@@ -34,9 +34,9 @@ def _ranks_table(s: Summary) -> Table:
     cols += ["GPU span", "computation", "communication", "memcpy/set", "idle"] if gpu else []
     for col in cols:
         t.add_column(col, justify="left" if col in ("rank", "steps") else "right")
-    for tr in s["traces"]:
-        st, g = tr["steps"], tr["gpu"]
-        row = [str(tr["rank"]), step_ranges(st.captured), ms(st.min_us), ms(st.median_us), ms(st.max_us)]
+    for tr in s.traces:
+        st, g = tr.steps, tr.gpu
+        row = [str(tr.rank), step_ranges(st.captured), ms(st.min_us), ms(st.median_us), ms(st.max_us)]
         if gpu and g is None:
             row += ["no GPU events"] + ["-"] * len(PARTS)
         elif gpu and g is not None:
@@ -59,9 +59,9 @@ def _top_table(title: str, rows: list[tuple[float, int, str]], type_column: list
     return t
 
 
-def _cross_rank_table(group: dict) -> Table:
+def _cross_rank_table(group: CrossRankGroup) -> Table:
     t = Table(
-        title=f"Across ranks, steps {step_ranges(group['steps'])}: stragglers and who waits on them",
+        title=f"Across ranks, steps {step_ranges(group.steps)}: stragglers and who waits on them",
         title_justify="left",
     )
     for col in (
@@ -79,65 +79,62 @@ def _cross_rank_table(group: dict) -> Table:
     def rel(x: float | None) -> str:
         return "-" if x is None else f"{100 * x:+.1f} %"
 
-    for r in group["ranks"]:
+    for r in group.ranks:
         verdict = (
-            ("straggler (" + ", ".join(r["straggler_reasons"]) + ")")
-            if r["straggler"]
-            else ("waiting" if r["waiting"] else "")
+            ("straggler (" + ", ".join(r.straggler_reasons) + ")") if r.straggler else ("waiting" if r.waiting else "")
         )
         t.add_row(
-            str(r["rank"]),
-            ms(r["step_median_us"]),
-            rel(r["step_vs_median"]),
-            ms(r["computation_us"]),
-            rel(r["computation_vs_median"]),
-            ms(r["communication_total_us"]),
-            rel(r["communication_vs_median"]),
-            Text(verdict, style="bold red" if r["straggler"] else "yellow", no_wrap=True),
+            str(r.rank),
+            ms(r.step_median_us),
+            rel(r.step_vs_median),
+            ms(r.computation_us),
+            rel(r.computation_vs_median),
+            ms(r.communication_total_us),
+            rel(r.communication_vs_median),
+            Text(verdict, style="bold red" if r.straggler else "yellow", no_wrap=True),
         )
     return t
 
 
 def breakdown_line(tr: TraceSummary) -> str | None:
     """One line: where a rank's average step goes (TensorBoard's split); None without steps."""
-    mean = mean_breakdown(tr["per_step"])
+    mean = mean_breakdown(tr.per_step)
     if mean is None:
         return None
-    roles = [r for r in (*ROLES, "other") if tr["gpu"] is not None or r not in GPU_PARTS]
+    roles = [r for r in (*ROLES, "other") if tr.gpu is not None or r not in GPU_PARTS]
     parts = " · ".join(f"{r.replace('_', ' ')} {pct(mean[f'{r}_us'], mean['step_us'])}" for r in roles)
-    n = len(tr["per_step"])
-    return f"rank {tr['rank']}, where a step goes (torch-tb-profiler's split, mean of {n} steps, {ms(mean['step_us'])} ms): {parts}"
+    n = len(tr.per_step)
+    return f"rank {tr.rank}, where a step goes (torch-tb-profiler's split, mean of {n} steps, {ms(mean['step_us'])} ms): {parts}"
 
 
 def _per_rank(s: Summary) -> list:
     out: list = []
-    if s["traces"]:
-        out.append(findings_table(s.get("findings", [])))
+    if s.traces:
+        out.append(findings_table(s.findings))
         out.append(_ranks_table(s))
-        out += [Text(line) for tr in s["traces"] if (line := breakdown_line(tr))]
-        for tr in s["traces"]:
-            if tr["steps"].note:
-                out.append(Text(f"rank {tr['rank']} ({tr['file']}): {tr['steps'].note}", style="yellow"))
-    for tr in s["traces"]:
-        label = f"rank {tr['rank']} ({Path(tr['file']).name})"
-        if ops := tr["top_cpu_ops"]:
+        out += [Text(line) for tr in s.traces if (line := breakdown_line(tr))]
+        for tr in s.traces:
+            if tr.steps.note:
+                out.append(Text(f"rank {tr.rank} ({tr.file}): {tr.steps.note}", style="yellow"))
+    for tr in s.traces:
+        label = f"rank {tr.rank} ({Path(tr.file).name})"
+        if ops := tr.top_cpu_ops:
             rows = [(o.self_us, o.calls, o.name) for o in ops]
             out.append(_top_table(f"Top operators by self time (CPU), {label}", rows))
-        if kernels := tr["top_gpu_kernels"]:
+        if kernels := tr.top_gpu_kernels:
             rows = [(k.total_us, k.calls, k.name) for k in kernels]
             out.append(_top_table(f"Top GPU kernels by time, {label}", rows, [k.type for k in kernels]))
-        if "analyses" in tr:
-            out.append(analyses_table(tr))
-    for group in s["cross_rank"]:
-        if len(group["ranks"]) > 1:
+        out.append(analyses_table(tr))
+    for group in s.cross_rank:
+        if len(group.ranks) > 1:
             out.append(_cross_rank_table(group))
     return out
 
 
 def renderables(s: Summary) -> list:
     out = many_ranks.renderables(s) if ranks_view.is_many(s) else _per_rank(s)
-    if s["memory"]:
-        out.append(Text(brief(s["memory"]) or "Memory snapshots: " + ", ".join(s["memory"].snapshots)))
+    if s.memory:
+        out.append(Text(brief(s.memory) or "Memory snapshots: " + ", ".join(s.memory.snapshots)))
     return out
 
 
