@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import pickle
 from pathlib import Path
 
@@ -235,3 +236,11 @@ def test_only_the_first_bytes_are_read_to_recognise_a_pickle(tmp_path, monkeypat
     path.write_bytes(pickle.dumps({"segments": [], "device_traces": []}, protocol=4))
     assert load_snapshot(path)["segments"] == []
     assert sizes[:1] == [8], sizes
+
+
+def test_a_fifo_named_as_a_snapshot_is_refused_with_its_path_and_why(tmp_path):
+    fifo = tmp_path / "s.pickle"
+    os.mkfifo(fifo)
+    with pytest.raises(SnapshotFormatError) as e:
+        load_snapshot(fifo)
+    assert str(e.value) == f"{fifo}: cannot read: not a regular file (a FIFO, device or socket would never be read)"
