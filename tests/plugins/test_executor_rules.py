@@ -79,3 +79,11 @@ def test_a_users_arg_the_gpu_metrics_wrapper_cannot_carry_is_refused_naming_the_
         "NsysPlugin: the task's arg \"note=it's\" cannot be re-quoted for the new launcher (it is not what NeMo "
         "Run's quoting on this executor produces); remove or simplify it"
     )
+
+
+def test_the_job_dir_default_stays_out_of_the_environment_when_the_script_sets_its_own_output_dir(tmp_path):
+    executor = assigned(run.LocalExecutor(), tmp_path)
+    task = tiny_gpt_script("profiling.output_dir=/mine")
+    PyTorchProfilerPlugin().setup(task, executor)
+    assert OUTPUT_DIR_ENV not in executor.env_vars
+    assert "profiling.output_dir=/mine" in task.args

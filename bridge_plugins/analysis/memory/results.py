@@ -150,6 +150,8 @@ class SiteDelta:
 
 @dataclass(frozen=True, kw_only=True)
 class SegmentDeltas:
+    """How the segments changed between two snapshots: their number, reserved and requested bytes."""
+
     count: Delta
     reserved: Delta
     requested: Delta
