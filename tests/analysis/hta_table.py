@@ -22,12 +22,12 @@ def _rows(job: str):
         for f in files:
             shutil.copy(f, Path(tmp) / f.name)
         hta, unrounded = reference(tmp), reference(tmp, round_ns=False)
-    ours = {t["rank"]: t for t in summarize(files, top=None)["traces"]}
+    ours = {t.rank: t for t in summarize(files, top=None).traces}
     for _, row in hta["overlap"].iterrows():
         r = int(row["rank"])
-        yield r, "overlap %", ours[r]["analyses"].overlap.overlap_pct, row["comp_comm_overlap_pctg"]
+        yield r, "overlap %", ours[r].analyses.overlap.overlap_pct, row["comp_comm_overlap_pctg"]
     for r in hta["ranks"]:
-        a = ours[r]["analyses"]
+        a = ours[r].analyses
         for key, label in (("idle", "idle"), ("launch", "launch"), ("queue", "queue"), ("bandwidth", "bandwidth")):
             if isinstance(hta[(key, r)], Raised):
                 yield r, f"{label}: HTA raised", "answers", str(hta[(key, r)])
@@ -73,7 +73,7 @@ def _rows(job: str):
     by_type, _ = hta["kernels"]
     summed: dict[str, float] = {}
     for t in ours.values():
-        for row in t["analyses"].kernels.by_type:
+        for row in t.analyses.kernels.by_type:
             summed[row.type] = summed.get(row.type, 0.0) + row.us
     for _, row in by_type.iterrows():
         yield (

@@ -31,7 +31,7 @@ def test_breakdown_agrees_with_hta_within_one_percent_of_the_span(tmp_path, job)
     hta = TraceAnalysis(trace_dir=str(tmp_path), include_last_profiler_step=True).get_temporal_breakdown(
         visualize=False
     )
-    ours = {t["rank"]: t["gpu"] for t in summarize(files)["traces"]}
+    ours = {t.rank: t.gpu for t in summarize(files).traces}
     assert sorted(ours) == sorted(hta["rank"].tolist())
     for _, row in hta.iterrows():
         g = ours[int(row["rank"])]

@@ -41,7 +41,7 @@ def both(job: str):
             shutil.copy(f, Path(tmp) / f.name)
         hta = reference(tmp)
         hta["unrounded"] = reference(tmp, round_ns=False)
-    ours = {t["rank"]: t for t in summarize(files, top=None)["traces"]}
+    ours = {t.rank: t for t in summarize(files, top=None).traces}
     return hta, ours
 
 
@@ -83,8 +83,8 @@ def test_overlap(job):
     hta, ours = both(job)
     for _, row in hta["overlap"].iterrows():
         a = ours[int(row["rank"])]
-        c = Check(a["gpu"].span_us, job in EXACT)
-        c.pct(f"rank {row['rank']} overlap", a["analyses"].overlap.overlap_pct, row["comp_comm_overlap_pctg"])
+        c = Check(a.gpu.span_us, job in EXACT)
+        c.pct(f"rank {row['rank']} overlap", a.analyses.overlap.overlap_pct, row["comp_comm_overlap_pctg"])
         assert not c.bad, c.bad
 
 
@@ -92,10 +92,10 @@ def test_overlap(job):
 def test_kernel_breakdown(job):
     hta, ours = both(job)
     by_type, per_kernel = hta["kernels"]
-    c = Check(sum(t["gpu"].span_us for t in ours.values()), job in EXACT)  # HTA sums the types over ranks
+    c = Check(sum(t.gpu.span_us for t in ours.values()), job in EXACT)  # HTA sums the types over ranks
     summed: dict[str, float] = {}
     for t in ours.values():
-        for row in t["analyses"].kernels.by_type:
+        for row in t.analyses.kernels.by_type:
             summed[row.type] = summed.get(row.type, 0.0) + row.us
     total = sum(summed.values())
     for _, row in by_type.iterrows():
@@ -105,8 +105,8 @@ def test_kernel_breakdown(job):
     grouped = {(r["rank"], r["kernel_type"]) for _, r in per_kernel[per_kernel["name"] == "others"].iterrows()}
     for _, row in per_kernel[per_kernel["name"] != "others"].iterrows():
         a = ours[int(row["rank"])]
-        k = {r.name: r for r in a["analyses"].kernels.kernels}[row["name"]]
-        rc, what = Check(a["gpu"].span_us, job in EXACT), f"rank {row['rank']} {row['name'][:40]}"
+        k = {r.name: r for r in a.analyses.kernels.kernels}[row["name"]]
+        rc, what = Check(a.gpu.span_us, job in EXACT), f"rank {row['rank']} {row['name'][:40]}"
         rc.time(f"{what} sum", k.total_us, row["sum (us)"])
         if (row["rank"], row["kernel_type"]) not in grouped:
             # where HTA grouped the tail into "others", its max/min/mean are of the sums, not the kernels
@@ -121,11 +121,11 @@ def test_kernel_breakdown(job):
 def test_idle_breakdown(job):
     hta, ours = both(job)
     for r in hta["ranks"]:
-        assert ours[r]["analyses"].idle.streams, "ours answers on every trace"
+        assert ours[r].analyses.idle.streams, "ours answers on every trace"
         if not _answered(hta, ("idle", r)):
             continue
-        c = Check(ours[r]["gpu"].span_us, job in EXACT)
-        streams = {s.stream: s for s in ours[r]["analyses"].idle.streams}
+        c = Check(ours[r].gpu.span_us, job in EXACT)
+        streams = {s.stream: s for s in ours[r].analyses.idle.streams}
         h = hta[("idle", r)]
         stream_idle = h.groupby("stream")["idle_time"].sum()  # HTA's ratio column is rounded to 1 %
         for _, row in h.iterrows():
@@ -140,11 +140,11 @@ def test_idle_breakdown(job):
 def test_launch_stats(job):
     hta, ours = both(job)
     for r in hta["ranks"]:
-        ls = ours[r]["analyses"].launches
+        ls = ours[r].analyses.launches
         assert ls.launches > 0, "ours answers on every trace"
         if not _answered(hta, ("launch", r)):
             continue
-        h, c = hta[("launch", r)], Check(ours[r]["gpu"].span_us, job in EXACT)
+        h, c = hta[("launch", r)], Check(ours[r].gpu.span_us, job in EXACT)
         c.count(f"rank {r} launches", ls.launches, h["count"])
         c.time(f"rank {r} cpu median", ls.cpu_duration_us.median, h["cpu_median"])
         c.time(f"rank {r} gpu median", ls.gpu_duration_us.median, h["gpu_median"])
@@ -161,11 +161,11 @@ def test_launch_stats(job):
 def test_queue_length(job):
     hta, ours = both(job)
     for r in hta["ranks"]:
-        q = {s.stream: s.queue_length for s in ours[r]["analyses"].queue.streams}
+        q = {s.stream: s.queue_length for s in ours[r].analyses.queue.streams}
         assert q, "ours answers on every trace"
         if not _answered(hta, ("queue", r)):
             continue
-        c = Check(ours[r]["gpu"].span_us, job in EXACT)
+        c = Check(ours[r].gpu.span_us, job in EXACT)
         for (_, stream), h in hta[("queue", r)].items():
             c.count(f"rank {r} stream {stream} points", q[stream].count, h["count"])
             c.value(f"rank {r} stream {stream} mean", q[stream].mean, h["mean"])
@@ -177,11 +177,11 @@ def test_queue_length(job):
 def test_memory_bandwidth(job):
     hta, ours = both(job)
     for r in hta["ranks"]:
-        kinds = {k.kind: k.bandwidth_gbps for k in ours[r]["analyses"].bandwidth.kinds}
+        kinds = {k.kind: k.bandwidth_gbps for k in ours[r].analyses.bandwidth.kinds}
         assert kinds, "ours answers on every trace"
         if not _answered(hta, ("bandwidth", r)):
             continue
-        c = Check(ours[r]["gpu"].span_us, job in EXACT)
+        c = Check(ours[r].gpu.span_us, job in EXACT)
         for (_, kind), h in hta[("bandwidth", r)].items():
             c.count(f"rank {r} {kind} points", kinds[kind].count, h["count"])
             c.value(f"rank {r} {kind} mean GB/s", kinds[kind].mean, h["mean"])

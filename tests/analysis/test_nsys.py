@@ -288,9 +288,9 @@ def test_a_real_nsys_rep_is_exported_once_and_read(tmp_path, monkeypatch, capfd)
     assert "exporting" in capfd.readouterr().err
     again = summarize([job])  # the job directory: the same report, found by the scan
     assert "exporting" not in capfd.readouterr().err  # the cached export is read
-    t = again["traces"][0]
-    assert t["format"] == "nsys-rep" and t["file"] == str(report) and t["nsys"].version.startswith("2022.4")
-    assert first["traces"][0]["events"] == t["events"] and t["gpu"] is None
+    t = again.traces[0]
+    assert t.format == "nsys-rep" and t.file == str(report) and t.nsys.version.startswith("2022.4")
+    assert first.traces[0].events == t.events and t.gpu is None
     assert len(list((tmp_path / "cache" / "nsys").glob("profile_4242-*.sqlite"))) == 1
     # a cache that cannot be made (here under a regular file; a read-only home or a full disk alike)
     (tmp_path / "a-file").write_text("")

@@ -38,7 +38,7 @@ def quiet_plugin():
 
 def _agree(path, tmp_path) -> None:
     theirs = tb_steps(path, tmp_path)
-    ours = {s.step: parts_of(s.breakdown) for s in summarize([path])["traces"][0]["per_step"]}
+    ours = {s.step: parts_of(s.breakdown) for s in summarize([path]).traces[0].per_step}
     assert theirs and set(theirs) <= set(ours)
     for n, row in theirs.items():
         for key, value in row.items():  # within 1 % of the step (they agree to the microsecond today)
@@ -55,7 +55,7 @@ def test_each_step_splits_as_the_plugin_splits_it(name, variant, tmp_path):
     path = save(trace, tmp_path / f"{name}_{variant}.json.gz")
     _agree(path, tmp_path)
     share = dataloader_share(path, tmp_path)
-    found = [f for f in summarize([path])["findings"] if f.kind == "input_bound"]
+    found = [f for f in summarize([path]).findings if f.kind == "input_bound"]
     if variant == "input_bound":  # the plugin's DataLoader share, and ours within 5 points of it
         assert share == pytest.approx(1 / 3, abs=0.01)
         assert found[0].share_of_step == pytest.approx(share, abs=0.05)
