@@ -5,30 +5,21 @@ and that the Script converter is left alone for a run.Partial."""
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass
 
 import nemo_run as run
 import pytest
 
 from bridge_plugins import FaultTolerancePlugin, ProfilingConfig, PyTorchProfilerPlugin
-from bridge_plugins.plugins import ProfilingPluginWarning
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
 from tests.launch_support import ForeignContainer, ForeignFT, assigned, foreign_pretrain, slurm
 from tests.plugins.executor_doubles import UnlistedExecutor
+from tests.plugins.plugin_warnings import plugin_warnings
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
 FT = "FaultTolerancePlugin"
 NSYS_OFF = "FaultTolerancePlugin: nsys profiling is disabled because the job now runs under ft_launcher: "
-
-
-def _messages(setup) -> list[str]:
-    """The plugin warnings ``setup()`` emits, in order."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        setup()
-    return [str(w.message) for w in caught if issubclass(w.category, ProfilingPluginWarning)]
 
 
 @pytest.mark.parametrize(
@@ -106,7 +97,7 @@ def test_a_partial_without_a_config_container_is_refused_naming_the_plugin(tmp_p
 
 def test_a_foreign_ft_section_without_calc_ft_timeouts_is_named_in_the_warning(tmp_path):
     task = run.Partial(foreign_pretrain, cfg=run.Config(ForeignContainer, ft=run.Config(ForeignFT)))
-    messages = _messages(lambda: FaultTolerancePlugin().setup(task, assigned(run.LocalExecutor(), tmp_path)))
+    messages = plugin_warnings(lambda: FaultTolerancePlugin().setup(task, assigned(run.LocalExecutor(), tmp_path)))
     assert messages == [f"{FT}: tests.launch_support.ForeignFT has no field(s) ['calc_ft_timeouts']; not set"]
     assert task.cfg.ft.enable_ft_package is True
 
@@ -118,7 +109,7 @@ class NoFT:
 
 def test_a_container_without_ft_section_warns_the_whole_line(tmp_path):
     task = run.Partial(foreign_pretrain, cfg=run.Config(NoFT))
-    messages = _messages(lambda: FaultTolerancePlugin().setup(task, assigned(run.LocalExecutor(), tmp_path)))
+    messages = plugin_warnings(lambda: FaultTolerancePlugin().setup(task, assigned(run.LocalExecutor(), tmp_path)))
     assert messages == [f"{FT}: NoFT has no 'ft' section; the job is not told that it runs under ft_launcher"]
 
 
@@ -129,7 +120,7 @@ def test_a_container_without_ft_section_warns_the_whole_line(tmp_path):
 def test_a_script_that_turned_nsys_on_is_told_it_is_off(arg, warned, tmp_path):
     """The task's own ``profiling.use_nsys_profiler=true`` (no nsys launcher) is enough to warn."""
     task = tiny_gpt_script(*([arg] if arg else []))
-    messages = _messages(lambda: FaultTolerancePlugin().setup(task, assigned(run.LocalExecutor(), tmp_path)))
+    messages = plugin_warnings(lambda: FaultTolerancePlugin().setup(task, assigned(run.LocalExecutor(), tmp_path)))
     assert [m.startswith(NSYS_OFF) for m in messages] == ([True] if warned else [])
     if arg:
         assert "profiling.use_nsys_profiler=false" in task.args
@@ -176,7 +167,7 @@ def test_the_script_converter_is_not_called_for_a_partial(tmp_path):
 
 def test_pytorch_plugin_warns_the_whole_line_when_the_launcher_keeps_nsys(tmp_path):
     executor = assigned(run.LocalExecutor(launcher=run.Torchrun(nsys_profile=True)), tmp_path)
-    messages = _messages(lambda: PyTorchProfilerPlugin().setup(tiny_gpt_recipe(), executor))
+    messages = plugin_warnings(lambda: PyTorchProfilerPlugin().setup(tiny_gpt_recipe(), executor))
     assert messages == [
         "PyTorchProfilerPlugin: the launcher still wraps the job in nsys, which records nothing now that "
         "the job runs the PyTorch profiler instead"

@@ -4,7 +4,6 @@ GPU metrics, which plugin a refusal or warning names, the GPU metrics nodes, ft_
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import nemo_run as run
@@ -12,7 +11,6 @@ import pytest
 from nemo_run.core.execution.launcher import Launcher, Torchrun
 
 from bridge_plugins import NsysPlugin
-from bridge_plugins.plugins import ProfilingPluginWarning
 from bridge_plugins.plugins.ft_launcher import plan_fault_tolerance
 from bridge_plugins.plugins.nsys_entry import with_wrapper
 from bridge_plugins.plugins.nsys_launcher import _gpu_metrics_nodes, merge_nsys_args, plan_nsys, requoted
@@ -20,6 +18,7 @@ from bridge_plugins.plugins.quoting import QuotingChain
 from recipes.tiny_gpt import tiny_gpt_script
 from tests.launch_support import assigned, slurm
 from tests.plugins.executor_doubles import UnlistedExecutor
+from tests.plugins.plugin_warnings import plugin_warnings
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
@@ -73,24 +72,17 @@ class OwnLauncher(Launcher):
     """A launcher of the user's own, which the container swap does not know."""
 
 
-def _warnings(setup) -> list[str]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        setup()
-    return [str(w.message) for w in caught if issubclass(w.category, ProfilingPluginWarning)]
-
-
 def test_container_and_gpu_metrics_warnings_name_the_executor_and_launcher(tmp_path):
     docker = assigned(run.DockerExecutor(container_image="img", launcher=OwnLauncher()), tmp_path)
-    assert _warnings(lambda: NsysPlugin().setup(tiny_gpt_script(), docker)) == [
+    assert plugin_warnings(lambda: NsysPlugin().setup(tiny_gpt_script(), docker)) == [
         "NsysPlugin: DockerExecutor with launcher OwnLauncher writes the nsys report under the host job dir, "
         "which the container does not see"
     ]
     again = assigned(run.DockerExecutor(container_image="img"), tmp_path / "again")
     NsysPlugin().setup(tiny_gpt_script(), again)
-    assert _warnings(lambda: NsysPlugin().setup(tiny_gpt_script(), again)) == []  # already the container launcher
+    assert plugin_warnings(lambda: NsysPlugin().setup(tiny_gpt_script(), again)) == []  # already the container launcher
     docker = assigned(run.DockerExecutor(container_image="img"), tmp_path / "metrics")
-    assert _warnings(lambda: NsysPlugin(nsys_gpu_metrics=True).setup(tiny_gpt_script(), docker)) == [
+    assert plugin_warnings(lambda: NsysPlugin(nsys_gpu_metrics=True).setup(tiny_gpt_script(), docker)) == [
         "NsysPlugin: nsys_gpu_metrics is only supported on SlurmExecutor by NeMo Run; ignored on DockerExecutor"
     ]
 

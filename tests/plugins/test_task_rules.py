@@ -4,27 +4,19 @@ invalid once the plugin's values are merged in (the error keeps its type)."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import PurePosixPath
 
 import nemo_run as run
 import pytest
 
 from bridge_plugins import NsysPlugin, ProfilingConfig, PyTorchProfilerPlugin
-from bridge_plugins.plugins import ProfilingPluginWarning
 from recipes.tiny_gpt import tiny_gpt_recipe, tiny_gpt_script
 from tests.launch_support import ForeignContainer, assigned, foreign_pretrain, slurm
+from tests.plugins.plugin_warnings import plugin_warnings
 
 pytestmark = pytest.mark.usefixtures("nemo_home")  # an isolated NeMo Run home per test (tests/conftest.py)
 
 PT = "PyTorchProfilerPlugin"
-
-
-def _messages(setup) -> list[str]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        setup()
-    return [str(w.message) for w in caught if issubclass(w.category, ProfilingPluginWarning)]
 
 
 def test_a_task_of_another_type_is_refused_with_its_repr_cut_at_80_characters(tmp_path):
@@ -53,7 +45,7 @@ def test_the_other_profiler_is_switched_off_with_the_whole_line(kind, tmp_path):
         task.config.profiling = run.Config(ProfilingConfig, use_nsys_profiler=True)
     else:
         task = tiny_gpt_script("profiling.use_nsys_profiler=true")
-    messages = _messages(lambda: PyTorchProfilerPlugin().setup(task, assigned(run.LocalExecutor(), tmp_path)))
+    messages = plugin_warnings(lambda: PyTorchProfilerPlugin().setup(task, assigned(run.LocalExecutor(), tmp_path)))
     assert messages == [
         f"{PT}: the task had profiling.use_nsys_profiler=True; switched off (the two profilers are mutually exclusive)"
     ]
@@ -98,9 +90,9 @@ def test_a_value_holding_an_equals_sign_is_sent_once(tmp_path):
 def test_an_output_dir_asked_for_is_reported_when_the_section_cannot_hold_it(tmp_path):
     """Unasked, the job dir default is dropped silently; asked for, its loss is said."""
     task = run.Partial(foreign_pretrain, cfg=run.Config(ForeignContainer), steps=3)
-    messages = _messages(lambda: NsysPlugin(output_dir="/out").setup(task, assigned(slurm(), tmp_path)))
+    messages = plugin_warnings(lambda: NsysPlugin(output_dir="/out").setup(task, assigned(slurm(), tmp_path)))
     assert messages == [
         "NsysPlugin: tests.launch_support.ForeignProfilingConfig has no field(s) ['output_dir']; not set"
     ]
     unasked = run.Partial(foreign_pretrain, cfg=run.Config(ForeignContainer), steps=3)
-    assert _messages(lambda: NsysPlugin().setup(unasked, assigned(slurm(), tmp_path / "b"))) == []
+    assert plugin_warnings(lambda: NsysPlugin().setup(unasked, assigned(slurm(), tmp_path / "b"))) == []
