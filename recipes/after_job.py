@@ -103,7 +103,7 @@ def write_html_report(job_dir: Path, summary: Summary) -> Path | None:
 
 def summarize_job(job_dir: Path) -> Summary | None:
     """Every figure of the job's traces and snapshots, each file read once; None if none is readable."""
-    from bridge_plugins.analysis.summarize import summarize
+    from bridge_plugins.analysis.pipeline import summarize
     from bridge_plugins.jobdir.scan import NothingToRead
 
     try:

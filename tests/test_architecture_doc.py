@@ -63,3 +63,21 @@ def test_every_other_package_section_names_each_of_its_modules():
         missing += [f"{package}/{n}" for n in sorted(actual - named) if not n.endswith("__init__.py")]
         unknown += [f"{package}/{n}" for n in sorted(named - actual)]
     assert (missing, unknown) == ([], [])
+
+
+def test_every_name_two_modules_share_is_in_the_names_table_with_its_modules():
+    """A name two modules share says one subject: docs/architecture.md's "Names" table lists each,
+    with every module that carries it, and nothing else."""
+    text = DOC.read_text(encoding="utf-8")
+    table = re.search(r"^## Names\n(.*?)(?=^## )", text, re.S | re.M)
+    assert table is not None, "docs/architecture.md has a Names section"
+    listed: dict[str, set[str]] = {}
+    for row in re.findall(r"^\| `([\w.]+)` \|[^|]*\|([^\n]*)\|$", table.group(1), re.M):
+        name, where = row
+        listed[name] = {f"{d}{name}" for d in re.findall(r"`([\w/]+/)`", where)}
+    by_name: dict[str, set[str]] = {}
+    for p in PACKAGE.rglob("*.py"):
+        if p.name != "__init__.py":
+            by_name.setdefault(p.name, set()).add(str(p.relative_to(PACKAGE)))
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert {n: sorted(p) for n, p in listed.items()} == {n: sorted(p) for n, p in shared.items()}

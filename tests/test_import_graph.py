@@ -78,7 +78,7 @@ def test_the_cli_parser_loads_no_reader():
     code = (
         "import sys, contextlib, io\nfrom bridge_plugins.cli import main\n"
         "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()): main(['--help'])\n"
-        "print(sorted(m for m in ('numpy', 'rich', 'bridge_plugins.analysis.summarize') if m in sys.modules))"
+        "print(sorted(m for m in ('numpy', 'rich', 'bridge_plugins.analysis.pipeline') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr

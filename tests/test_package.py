@@ -28,10 +28,13 @@ def test_public_imports_keep_working():
 
 
 def test_analysis_modules_are_not_shadowed_by_functions():
-    for name in ("summarize", "run_compare"):
+    analysis = importlib.import_module("bridge_plugins.analysis")
+    for name in ("pipeline", "run_compare"):
         module = importlib.import_module(f"bridge_plugins.analysis.{name}")
         assert isinstance(module, types.ModuleType)
-        assert getattr(importlib.import_module("bridge_plugins.analysis"), name) is module
+        assert getattr(analysis, name) is module
+    modules = {m.name for m in pkgutil.iter_modules(analysis.__path__)}
+    assert modules & set(analysis.FRONT_DOOR) == set()  # no front-door name is a submodule's
 
 
 def test_nothing_loose_at_the_top_of_the_package():
@@ -41,6 +44,7 @@ def test_nothing_loose_at_the_top_of_the_package():
 
 def test_the_old_snapshot_names_still_import():
     """A snapshot's figures were called a summary; the renamed functions keep their old names too."""
+    from bridge_plugins.analysis.jsonable import jsonable
     from bridge_plugins.analysis.memory.snapshot import (
         memory_entry,
         snapshot_figures,
@@ -49,7 +53,9 @@ def test_the_old_snapshot_names_still_import():
     )
     from bridge_plugins.analysis.memory.snapshot_diff import compare_snapshot_figures, compare_summaries
 
-    assert summarize_snapshot is snapshot_figures and summarize_snapshots is memory_entry
+    snapshot = ROOT / "tests" / "fixtures" / "memory_schema.pickle"
+    assert summarize_snapshot(snapshot) == jsonable(snapshot_figures(snapshot))  # the dicts it returned
+    assert summarize_snapshots is memory_entry
     assert compare_summaries is compare_snapshot_figures
 
 

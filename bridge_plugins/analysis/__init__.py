@@ -2,9 +2,9 @@
 ``report``); never torch or nemo_run: analysis runs on a login node with only the files.
 
 ``__all__`` is the front door, resolved on first use (no reader is imported until one is asked
-for). No name there is a submodule's: ``summarize`` stays the module (its function is
-``analysis.summarize.summarize``); where a function's own name says too little at this level it is
-named for what it makes (``build_report`` is ``page.build``): docs/architecture.md. The floors
+for). No name there is a submodule's (``summarize`` and ``diagnose`` are ``pipeline``'s); where a
+function's own name says too little at this level it is named for what it makes (``build_report``
+is ``page.build``, ``snapshot_figures`` is ``memory.snapshot.figures_of``): docs/architecture.md. The floors
 below it (readers, analyzers, findings, renderers) are in docs/architecture.md and pyproject.toml.
 """
 
@@ -14,7 +14,9 @@ import importlib
 from typing import Any
 
 FRONT_DOOR = {
-    "with_top": ("bridge_plugins.analysis.summarize", "with_top"),
+    "summarize": ("bridge_plugins.analysis.pipeline", "summarize"),
+    "diagnose": ("bridge_plugins.analysis.pipeline", "diagnose"),
+    "with_top": ("bridge_plugins.analysis.pipeline", "with_top"),
     "rank_findings": ("bridge_plugins.analysis.findings.run", "rank_findings"),
     "compare_runs": ("bridge_plugins.analysis.run_compare", "compare_runs"),
     "snapshot_figures": ("bridge_plugins.analysis.memory.snapshot", "snapshot_figures"),
@@ -27,6 +29,8 @@ FRONT_DOOR = {
 """Each front-door name: (the module that defines it, its name there)."""
 
 __all__ = [
+    "summarize",
+    "diagnose",
     "with_top",
     "rank_findings",
     "compare_runs",

@@ -8,14 +8,15 @@ communication time is at or above the median. A group of one rank has no straggl
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from bridge_plugins.analysis.schema import CrossRankGroup, CrossRankRow, TraceSummary
+from bridge_plugins.analysis.schema import CrossRankGroup, CrossRankRow, RankFigures, TraceSummary
 
 THRESHOLD = 0.10
-FIGURES = ("step_median_us", "computation_us", "communication_total_us")  # compared across ranks
+FIGURES = tuple(f.name for f in dataclasses.fields(RankFigures))  # compared across ranks
 
 
 def _excess(value: float | None, median: float | None) -> float | None:
@@ -39,14 +40,14 @@ def cross_rank(traces: Sequence[TraceSummary]) -> list[CrossRankGroup]:
     for steps, members in sorted(groups.items()):
         members = sorted(members, key=lambda t: (t.rank or 0, t.file))
         figures = [
-            {
-                "step_median_us": t.steps.median_us,
-                "computation_us": t.gpu.computation_us if t.gpu else None,
-                "communication_total_us": t.gpu.communication_total_us if t.gpu else None,
-            }
+            RankFigures(
+                step_median_us=t.steps.median_us,
+                computation_us=t.gpu.computation_us if t.gpu else None,
+                communication_total_us=t.gpu.communication_total_us if t.gpu else None,
+            )
             for t in members
         ]
-        medians = {k: _median([f[k] for f in figures]) for k in FIGURES}
+        medians = RankFigures(**{k: _median([getattr(f, k) for f in figures]) for k in FIGURES})
         rows = [_row(t, f, medians, alone=len(members) == 1) for t, f in zip(members, figures, strict=True)]
         stragglers = [r.rank for r in rows if r.straggler]
         waiting = [
@@ -65,11 +66,9 @@ def cross_rank(traces: Sequence[TraceSummary]) -> list[CrossRankGroup]:
     return out
 
 
-def _row(
-    t: TraceSummary, figures: dict[str, float | None], medians: dict[str, float | None], alone: bool
-) -> CrossRankRow:
+def _row(t: TraceSummary, figures: RankFigures, medians: RankFigures, alone: bool) -> CrossRankRow:
     """A rank's row; ``waiting`` is set once the group's stragglers are known."""
-    vs = {k: _excess(figures[k], medians[k]) for k in FIGURES}
+    vs = {k: _excess(getattr(figures, k), getattr(medians, k)) for k in FIGURES}
     reasons = [
         k for k, key in (("step", "step_median_us"), ("computation", "computation_us")) if (vs[key] or 0.0) > THRESHOLD
     ]
@@ -77,9 +76,9 @@ def _row(
     return CrossRankRow(
         rank=t.rank,
         file=t.file,
-        step_median_us=figures["step_median_us"],
-        computation_us=figures["computation_us"],
-        communication_total_us=figures["communication_total_us"],
+        step_median_us=figures.step_median_us,
+        computation_us=figures.computation_us,
+        communication_total_us=figures.communication_total_us,
         step_vs_median=vs["step_median_us"],
         computation_vs_median=vs["computation_us"],
         communication_vs_median=vs["communication_total_us"],

@@ -38,7 +38,7 @@ class TraceFormat:
 
 FORMATS = (
     TraceFormat("chrome-trace", (".json", ".json.gz"), "bridge_plugins.analysis.chrome:summarize_trace"),
-    TraceFormat("nsys-sqlite", (".sqlite",), "bridge_plugins.analysis.nsys.summary:summarize_export"),
+    TraceFormat("nsys-sqlite", (".sqlite",), "bridge_plugins.analysis.nsys.as_trace:summarize_export"),
     TraceFormat("nsys-rep", (".nsys-rep", ".qdrep", ".qdstrm"), "bridge_plugins.analysis.nsys.export:summarize_report"),
 )
 

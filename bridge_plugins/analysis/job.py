@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from bridge_plugins.analysis.pipeline import summarize, with_top
 from bridge_plugins.analysis.schema import Summary
-from bridge_plugins.analysis.summarize import summarize, with_top
 from bridge_plugins.analysis.text.cells import step_ranges
 from bridge_plugins.analysis.text.memory import fmt_bytes
 from bridge_plugins.analysis.text.summary import to_text

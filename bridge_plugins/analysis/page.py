@@ -10,10 +10,10 @@ from pathlib import Path
 
 from bridge_plugins.analysis.memory.snapshot_diff import compare_snapshot_figures
 from bridge_plugins.analysis.parallel import Workers
+from bridge_plugins.analysis.pipeline import summarize, with_top
 from bridge_plugins.analysis.report.html import render
 from bridge_plugins.analysis.run_compare import compare_runs
 from bridge_plugins.analysis.schema import Problem
-from bridge_plugins.analysis.summarize import summarize, with_top
 
 
 def build(

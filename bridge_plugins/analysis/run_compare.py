@@ -7,23 +7,36 @@ SHOWN_US are listed. The JSON layout (``bridge-plugins.compare/1``): docs/format
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
 
 from bridge_plugins.analysis.parallel import Workers
+from bridge_plugins.analysis.pipeline import summarize
 from bridge_plugins.analysis.schema import Problem, Summary
-from bridge_plugins.analysis.summarize import summarize
 
 SCHEMA = "bridge-plugins.compare/1"
 SHOWN_US = 5.0
 """The smallest change listed as a regression or improvement: half the 0.01 ms that the tables
 show, so a listed change never prints as +0.00 or -0.00."""
-GpuKey = Literal["span_us", "computation_us", "communication_us", "memory_us", "idle_us", "communication_total_us"]
-GPU_KEYS: tuple[GpuKey, ...] = get_args(GpuKey)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuMeans:
+    """A run's GPU breakdown, each part the mean over its traces (us), or the change in that mean."""
+
+    span_us: float
+    computation_us: float
+    communication_us: float
+    memory_us: float
+    idle_us: float
+    communication_total_us: float
+
+
+GPU_KEYS = tuple(f.name for f in dataclasses.fields(GpuMeans))
 
 
 @dataclass(kw_only=True)
@@ -54,7 +67,7 @@ class RunFigures:
     traces: int
     rank_steps: int
     step_median_us: float | None
-    gpu: dict[str, float] | None  # the mean of the traces' GPU breakdowns, by GPU_KEYS
+    gpu: GpuMeans | None  # the mean of the traces' GPU breakdowns
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,7 +80,7 @@ class RunComparison:
     new: RunFigures
     step_delta_us: float | None
     step_delta_pct: float | None
-    gpu_delta: dict[str, float] | None
+    gpu_delta: GpuMeans | None
     ops_regressions: list[DeltaRow]
     ops_improvements: list[DeltaRow]
     kernels_regressions: list[DeltaRow]
@@ -96,7 +109,7 @@ def _run_figures(s: Summary) -> RunFigures:
         traces=len(traces),
         rank_steps=sum(t.steps.count for t in traces),
         step_median_us=statistics.median(medians) if medians else None,
-        gpu={k: statistics.fmean(getattr(g, k) for g in gpus) for k in GPU_KEYS} if gpus else None,
+        gpu=GpuMeans(**{k: statistics.fmean(getattr(g, k) for g in gpus) for k in GPU_KEYS}) if gpus else None,
     )
 
 
@@ -155,7 +168,9 @@ def compare_runs(base: Summary, new: Summary, top: int | None = 10) -> RunCompar
         new=fn,
         step_delta_us=step_delta,
         step_delta_pct=None if step_delta is None or not fb.step_median_us else 100 * step_delta / fb.step_median_us,
-        gpu_delta={k: fn.gpu[k] - fb.gpu[k] for k in GPU_KEYS} if fb.gpu and fn.gpu else None,
+        gpu_delta=GpuMeans(**{k: getattr(fn.gpu, k) - getattr(fb.gpu, k) for k in GPU_KEYS})
+        if fb.gpu and fn.gpu
+        else None,
         ops_regressions=ops_worse,
         ops_improvements=ops_better,
         kernels_regressions=k_worse,

@@ -41,7 +41,7 @@ __all__ = [
     "StepStats",
 ]
 __all__ += ["StepBreakdown", "StepRow"]
-__all__ += ["Problem", "Summary", "TraceAsRead", "TraceSummary"]
+__all__ += ["Diagnosis", "Problem", "RankFigures", "Summary", "TraceAsRead", "TraceSummary"]
 
 
 @dataclass
@@ -57,6 +57,15 @@ class Finding:
     advice: list[str]  # what to try, first the most likely to help
     ranks: list[int] = field(default_factory=list)
     timeline: str | None = None  # id of the report's timeline this is about
+
+
+@dataclass(kw_only=True)
+class RankFigures:
+    """The figures compared across ranks (cross_rank.py): one rank's, or a group's medians of them."""
+
+    step_median_us: float | None
+    computation_us: float | None
+    communication_total_us: float | None
 
 
 @dataclass(kw_only=True)
@@ -82,7 +91,7 @@ class CrossRankGroup:
     """The traces that captured the same steps, compared (cross_rank.py)."""
 
     steps: list[int]
-    medians: dict[str, float | None]  # step_median_us, computation_us, communication_total_us across the ranks
+    medians: RankFigures  # each figure's median across the ranks
     ranks: list[CrossRankRow]
     stragglers: list[int]
     waiting: list[int]
@@ -137,3 +146,13 @@ class Summary:
     cross_rank: list[CrossRankGroup]  # cross_rank.py
     memory: MemoryEntry | None  # the snapshots given and their figures (memory.results)
     problems: list[Problem]
+
+
+@dataclass(kw_only=True)
+class Diagnosis:
+    """What ``diagnose`` returns: the ranked findings, the files that could not be read, and how
+    many traces were read (findings need one)."""
+
+    findings: list[Finding]
+    problems: list[Problem]
+    traces_read: int

@@ -27,10 +27,10 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from bridge_plugins.analysis.jsonable import dumps  # here, not above: see cli/summary.py
-    from bridge_plugins.analysis.summarize import SCHEMA_VERSION, summarize
+    from bridge_plugins.analysis.pipeline import SCHEMA_VERSION, diagnose
 
     try:
-        s = summarize(args.paths, top=None, workers=workers(args))
+        s = diagnose(args.paths, workers=workers(args))
     except NothingToRead as e:
         raise UsageError(str(e)) from None
     if args.json:
@@ -45,7 +45,7 @@ def run(args) -> int:
         out.print(findings_table(s.findings))
         for line in [*evidence(s.findings), *advice(s.findings)]:
             out.print(line)
-        if not s.traces:
+        if not s.traces_read:
             out.print(Text("no traces read: findings need a trace", style="yellow"))
     print_problems(s.problems, "diagnose")
     return 0

@@ -48,16 +48,16 @@ def snapshot_in(path: str) -> str:
 
 def run(args) -> int:
     from bridge_plugins.analysis.jsonable import dumps
-    from bridge_plugins.analysis.memory.snapshot import figures_of
+    from bridge_plugins.analysis.memory.snapshot import snapshot_figures
     from bridge_plugins.analysis.memory.snapshot_diff import compare_snapshot_figures
     from bridge_plugins.analysis.text.memory import render_compare, render_snapshot_figures
 
     snapshot = snapshot_in(args.paths)
     if args.compare:  # a snapshot that cannot be read: AnalysisInputError, one line and exit 2 (cli.main)
         other = snapshot_in(args.compare)
-        comparison = compare_snapshot_figures(figures_of(snapshot, None), figures_of(other, None))
+        comparison = compare_snapshot_figures(snapshot_figures(snapshot, None), snapshot_figures(other, None))
         print(dumps(comparison) if args.json else render_compare(comparison))
         return 0
-    figures = figures_of(snapshot)
+    figures = snapshot_figures(snapshot)
     print(dumps(figures) if args.json else render_snapshot_figures(figures))
     return 0

@@ -39,7 +39,7 @@ def print_problems(problems, command: str) -> None:  # schema.Problem rows
 def run(args) -> int:
     # imported here, not above: the parser is built for every command, and --json needs no rich
     from bridge_plugins.analysis.jsonable import dumps
-    from bridge_plugins.analysis.summarize import summarize, without_timelines
+    from bridge_plugins.analysis.pipeline import summarize, without_timelines
 
     top = top_rows(args)
     try:

@@ -8,7 +8,7 @@ import dataclasses
 import functools
 
 from bridge_plugins.analysis.figures import StepBreakdown, StepRow
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import J128
 
 MEDIAN_US = 1000.0  # every case's median step; one step captured, so a total is a per-step figure

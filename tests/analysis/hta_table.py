@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import FIXTURES, JOBS
 from tests.analysis.hta_reference import Raised, reference
 

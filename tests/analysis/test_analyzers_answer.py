@@ -9,7 +9,7 @@ import json
 import pytest
 
 from bridge_plugins.analysis.jsonable import dumps
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import J128
 
 try:

@@ -18,7 +18,7 @@ import torch
 
 from bridge_plugins import ProfilingConfig, ProfilingController
 from bridge_plugins.analysis.analyzers.attribution import MODULE_PREFIX, modules_at
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from bridge_plugins.analysis.trace.collect import Collector, Event
 from bridge_plugins.analysis.trace.reader import read_trace
 from recipes.config import ModelConfig

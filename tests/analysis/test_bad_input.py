@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from bridge_plugins.analysis.job import report
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.bad_input_support import GOOD, assert_clean_error, cli
 from tests.analysis.gpu_traces import J128
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bridge_plugins.analysis.figures import GpuBreakdown
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 
 
 def kernel(name, ts, dur, corr, stream=7, cat="kernel"):

@@ -21,7 +21,7 @@ from bridge_plugins.analysis.analyzers import gpu_breakdown, kernel_breakdown
 from bridge_plugins.analysis.analyzers.op_tables import _thread_sums, _thread_sums_by_block
 from bridge_plugins.analysis.analyzers.threads import columns, covered, overlapping, top_level
 from bridge_plugins.analysis.jsonable import dumps
-from bridge_plugins.analysis.summarize import summarize_trace
+from bridge_plugins.analysis.pipeline import summarize_trace
 from bridge_plugins.analysis.trace import collect, split
 from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
 from bridge_plugins.analysis.trace.gpu_events import joined, sorted_distinct, union

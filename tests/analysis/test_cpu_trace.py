@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bridge_plugins.analysis.jsonable import jsonable
+from bridge_plugins.analysis.pipeline import summarize
 from bridge_plugins.analysis.run_compare import compare
-from bridge_plugins.analysis.summarize import summarize
 from tests.analysis.recipe_traces import profiled_run
 
 

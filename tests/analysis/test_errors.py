@@ -6,7 +6,7 @@ import pytest
 
 from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
-from bridge_plugins.analysis.summarize import summarize_trace
+from bridge_plugins.analysis.pipeline import summarize_trace
 from bridge_plugins.analysis.trace.reader import TraceError
 
 

@@ -18,7 +18,7 @@ from bridge_plugins.analysis.findings import (
     straggler,
     sync_point,
 )
-from bridge_plugins.analysis.schema import CrossRankGroup, CrossRankRow, Summary
+from bridge_plugins.analysis.schema import CrossRankGroup, CrossRankRow, RankFigures, Summary
 from tests.analysis.finding_inputs import real_trace, trace
 
 
@@ -172,7 +172,7 @@ def _rank(
 def _straggler(steps: list[int], step: float | None, comp: float | None, rank: CrossRankRow) -> list:
     group = CrossRankGroup(
         steps=steps,
-        medians={"step_median_us": step, "computation_us": comp},
+        medians=RankFigures(step_median_us=step, computation_us=comp, communication_total_us=None),
         ranks=[_rank(0, step, comp, [], straggler_=False), rank],
         stragglers=[rank.rank],
         waiting=[0],

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from recipes.overrides import parse_overrides
 from recipes.train import pretrain
 from tests.analysis.gpu_traces import FIXTURES, J128
@@ -153,6 +153,22 @@ def test_diagnose_json_on_a_fixture():
     assert all(keys <= set(f) for f in out["findings"])
     times = [f["time_us_per_step"] for f in out["findings"]]
     assert times == sorted(times, reverse=True)
+
+
+def test_the_front_doors_diagnose_is_the_summarys_findings_with_its_problems(tmp_path):
+    from bridge_plugins.analysis import diagnose
+
+    (tmp_path / "broken_rank1.json").write_text("not json")
+    inputs = [JOB2[0], tmp_path / "broken_rank1.json"]
+    d = diagnose(inputs)
+    s = summarize(inputs, top=None)
+    assert d.findings == s.findings and [f.kind for f in d.findings] == [
+        "host_bound",
+        "fp32_gemm",
+        "small_kernels",
+        "sync_point",
+    ]
+    assert [p.file for p in d.problems] == [str(tmp_path / "broken_rank1.json")] and d.traces_read == 1
 
 
 def test_diagnose_with_nothing_readable_exits_2(tmp_path):

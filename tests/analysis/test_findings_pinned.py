@@ -22,7 +22,7 @@ from bridge_plugins.analysis.analyzers.syncs import SyncSite
 from bridge_plugins.analysis.findings import host_bound, memcpy, step_variance, straggler
 from bridge_plugins.analysis.findings.model import Finding
 from bridge_plugins.analysis.findings.run import rank_findings
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import FIXTURES, J128
 
 PINNED = Path(__file__).with_name("findings_pinned.json")
@@ -65,7 +65,7 @@ def _one_slow_step() -> list[Finding]:
 def _stragglers_without_step_times() -> list[Finding]:
     summary = copy.deepcopy(_summary("job128"))
     for group in summary.cross_rank:
-        group.medians["step_median_us"] = None
+        group.medians.step_median_us = None
         for r in group.ranks:
             r.step_median_us = None
     return straggler.check(summary)
@@ -74,7 +74,7 @@ def _stragglers_without_step_times() -> list[Finding]:
 def _stragglers_by_step_time() -> list[Finding]:
     summary = copy.deepcopy(_summary("job128"))
     for group in summary.cross_rank:
-        group.medians["computation_us"] = None
+        group.medians.computation_us = None
         for r in group.ranks:
             r.computation_us = None
             r.straggler, r.straggler_reasons = r.rank == 1, ["step time"]

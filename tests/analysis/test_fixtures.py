@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bridge_plugins.analysis.jsonable import dumps, jsonable
+from bridge_plugins.analysis.pipeline import summarize, without_timelines
 from bridge_plugins.analysis.run_compare import compare
-from bridge_plugins.analysis.summarize import summarize, without_timelines
 from tests.analysis.bad_input_support import cli
 from tests.analysis.gpu_traces import FIXTURES, J128
 
@@ -127,7 +127,7 @@ def test_compare_cli_job_directories_and_json(tmp_path):
 
 def test_analysis_imports_neither_torch_nor_nemo_run_nor_the_runtime():
     code = (
-        "import sys, bridge_plugins.analysis.summarize, bridge_plugins.analysis.run_compare, bridge_plugins.cli.summary, "
+        "import sys, bridge_plugins.analysis.pipeline, bridge_plugins.analysis.run_compare, bridge_plugins.cli.summary, "
         "bridge_plugins.analysis.job; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nemo_run') "
         "or m.startswith('bridge_plugins.runtime')))"
@@ -142,7 +142,7 @@ def test_report_with_a_baseline_reads_each_file_once(monkeypatch):
     MB, so that doubled the wait. Counted with a spy that still calls the real reader."""
     from bridge_plugins.analysis.page import build
 
-    # the modules (``bridge_plugins.analysis.summarize`` the attribute is the function)
+    # the modules (``bridge_plugins.analysis.pipeline`` the attribute is the function)
     chrome_mod = importlib.import_module("bridge_plugins.analysis.chrome")  # the Chrome-trace reader
     memory_mod = importlib.import_module("bridge_plugins.analysis.memory.snapshot")
 

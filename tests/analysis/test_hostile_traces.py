@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bridge_plugins.analysis.jsonable import jsonable
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from bridge_plugins.analysis.trace import collect
 from bridge_plugins.analysis.trace.collect import MAX_NAMES, Collector, Record
 from bridge_plugins.analysis.trace.reader import TraceError, _read_streaming, read_trace

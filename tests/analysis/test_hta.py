@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import FIXTURES, JOBS
 
 try:

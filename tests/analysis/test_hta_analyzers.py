@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import FIXTURES, JOBS
 
 try:

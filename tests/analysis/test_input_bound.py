@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import job2_torch19
 from tests.fixtures.old_format import DATALOADER, save, with_data_loading
 

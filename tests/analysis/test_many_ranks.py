@@ -13,8 +13,8 @@ import pytest
 
 from bridge_plugins.analysis import ranks_view
 from bridge_plugins.analysis.parallel import Workers
+from bridge_plugins.analysis.pipeline import summarize
 from bridge_plugins.analysis.report.html import render
-from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.text.summary import to_text
 
 RANKS = 1000

@@ -15,7 +15,7 @@ from bridge_plugins.analysis.memory.results import (
     SiteBytes,
     SnapshotFigures,
 )
-from bridge_plugins.analysis.memory.snapshot import figures_of
+from bridge_plugins.analysis.memory.snapshot import snapshot_figures
 from bridge_plugins.analysis.memory.snapshot_diff import TOP_CHANGES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -31,7 +31,7 @@ def _sites(sites: dict[str, int]) -> list[SiteBytes]:
 
 
 def _figures(file, peak, reserved, end, end_reserved, at_peak, alive, segments, other_peak=1):
-    """A snapshot's figures as figures_of gives them: the main device and a smaller one."""
+    """A snapshot's figures as snapshot_figures gives them: the main device and a smaller one."""
     main = DeviceFigures(
         device=0,
         entries=1,
@@ -115,7 +115,7 @@ def test_the_device_with_the_highest_peak_is_compared():
 
 
 def test_two_recipe_snapshots_compare_as_their_own_figures_say():
-    b4, b8 = (figures_of(FIXTURES / f"memory_recipe_b{n}.pickle") for n in (4, 8))
+    b4, b8 = (snapshot_figures(FIXTURES / f"memory_recipe_b{n}.pickle") for n in (4, 8))
     out = compare_snapshot_figures(b4, b8)
     (d4,), (d8,) = b4.devices, b8.devices
     assert out["peak_allocated"] == {

@@ -9,8 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bridge_plugins.analysis.memory.snapshot import snapshot_figures
+from bridge_plugins.analysis.jsonable import jsonable
+from bridge_plugins.analysis.memory.snapshot import TOP_SITES, snapshot_figures
 from bridge_plugins.cli import main
+
+
+def figures_json(path, top_sites=TOP_SITES):
+    """A snapshot's figures as their JSON (what ``memory --json`` prints)."""
+    return jsonable(snapshot_figures(path, top_sites))
+
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SCHEMA = FIXTURES / "memory_schema.pickle"
@@ -35,7 +42,7 @@ def _device(summary):
 
 
 def test_peaks_end_and_when():
-    dev = _device(snapshot_figures(SCHEMA))
+    dev = _device(figures_json(SCHEMA))
     assert (dev["peak_allocated"], dev["end_allocated"]) == (PEAK, END)
     assert (dev["peak_reserved"], dev["end_reserved"]) == (80 * MiB, 60 * MiB)  # 4 segments, then empty_cache
     assert dev["peak"]["site"] == SITES["bwd"] and dev["peak"]["size"] == GRAD
@@ -56,7 +63,7 @@ def test_peaks_end_and_when():
 
 
 def test_sites_at_peak_and_at_end():
-    dev = _device(snapshot_figures(SCHEMA))
+    dev = _device(figures_json(SCHEMA))
     at_peak = {r["site"]: (r["bytes"], r["count"]) for r in dev["sites_at_peak"]}
     assert at_peak == {
         SITES["optim"]: (3 * OPTIM, 3),
@@ -71,7 +78,7 @@ def test_sites_at_peak_and_at_end():
 
 
 def test_segments():
-    seg = snapshot_figures(SCHEMA)["segments"]
+    seg = figures_json(SCHEMA)["segments"]
     assert (seg["count"], seg["reserved"], seg["requested"]) == (3, 60 * MiB, END)
     assert seg["free_internal"] == sum(-(-s // 512) * 512 - s for s in [PARAM] * 3 + [OPTIM] * 3 + [MiB, MiB + 1])
     assert seg["reserved"] == seg["requested"] + seg["free_internal"] + seg["free_external"]
@@ -82,11 +89,11 @@ def test_segments():
 def test_a_trace_that_starts_late_infers_what_was_already_there(tmp_path, cut):
     """max_entries keeps only the newest events: the figures after the cut must not change."""
     data = pickle.loads(SCHEMA.read_bytes())
-    full = _device(snapshot_figures(SCHEMA))
+    full = _device(figures_json(SCHEMA))
     data["device_traces"][0] = data["device_traces"][0][cut:]
     late = tmp_path / "late.pickle"
     late.write_bytes(pickle.dumps(data, protocol=4))
-    dev = _device(snapshot_figures(late))
+    dev = _device(figures_json(late))
     assert (dev["peak_allocated"], dev["end_allocated"], dev["end_reserved"]) == (PEAK, END, 60 * MiB)
     assert dev["peak"]["index"] == full["peak"]["index"] - cut
     assert dev["sites_at_peak"] == full["sites_at_peak"]

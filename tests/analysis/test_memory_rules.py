@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pickle
 
-from bridge_plugins.analysis.memory.snapshot import figures_of, snapshot_figures
+from bridge_plugins.analysis.jsonable import jsonable
+from bridge_plugins.analysis.memory.snapshot import snapshot_figures
 
 FR = [{"filename": "/job/train.py", "line": 7, "name": "step"}]
 
@@ -21,7 +22,7 @@ def _ev(action, addr, size, t=None, device_free=None):
 def _summary(tmp_path, segments, traces):
     p = tmp_path / "s.pickle"
     p.write_bytes(pickle.dumps({"segments": segments, "device_traces": traces}, protocol=4))
-    return snapshot_figures(p)
+    return jsonable(snapshot_figures(p))
 
 
 def _seg(device, address, total, blocks):
@@ -83,7 +84,7 @@ def test_each_device_on_its_own_and_the_largest_is_main(tmp_path):
         (0, 500, 500),
         (1, 3000, 0),
     ]
-    assert main_device(figures_of(tmp_path / "s.pickle")).device == 1
+    assert main_device(snapshot_figures(tmp_path / "s.pickle")).device == 1
     assert s["devices"][0]["alive_at_end"] == [
         {"site": "job/train.py:7 step", "bytes": 500, "count": 1, "categories": {}}
     ]

@@ -1,6 +1,6 @@
 """Every figure of one hand-written allocator snapshot, worked out by hand (two devices, a segment
 with every field missing, an OOM, a free in two steps, times to the microsecond), and what a
-profiler-made one leaves unknown: snapshot_figures' whole output, not a few of its numbers."""
+profiler-made one leaves unknown: snapshot_figures' whole output (as its JSON), not a few of its numbers."""
 
 from __future__ import annotations
 
@@ -8,15 +8,11 @@ import pickle
 
 import pytest
 
+from bridge_plugins.analysis.jsonable import jsonable
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError
-from bridge_plugins.analysis.memory.snapshot import (
-    NO_SEGMENTS,
-    TIMELINE_POINTS,
-    _timeline,
-    group_by_site,
-    snapshot_figures,
-)
-from bridge_plugins.analysis.memory.timeline import Allocation, replay
+from bridge_plugins.analysis.memory.results import UNKNOWN_SEGMENTS
+from bridge_plugins.analysis.memory.snapshot import TIMELINE_POINTS, _timeline, sites_by_bytes, snapshot_figures
+from bridge_plugins.analysis.memory.timeline import Allocation, OomEntry, replay
 
 FA = [{"filename": "/job/model.py", "line": 31, "name": "forward"}]
 FB = [{"filename": "/job/train.py", "line": 9, "name": "step"}]
@@ -125,14 +121,14 @@ def test_every_figure_of_a_hand_written_allocator_snapshot(tmp_path):
         ],
     }
     expected = {"file": str(path), "source": "allocator", "devices": [device0, device2], "segments": segments}
-    assert snapshot_figures(path, top_sites=1) == expected
+    assert jsonable(snapshot_figures(path, top_sites=1)) == expected
 
 
 def test_a_profiler_made_snapshot_has_no_segments_and_no_reserved_bytes(tmp_path):
     segment = {"device": 0, "address": 0, "total_size": 100, "blocks": [{"state": "active_allocated", "size": 64}]}
     path = _write(tmp_path, [segment], [[{"action": "alloc", "addr": 1, "size": 64, "time_us": 5.0}]])
-    figures = snapshot_figures(path)
-    assert (figures["source"], figures["segments"]) == ("profiler", NO_SEGMENTS)
+    figures = jsonable(snapshot_figures(path))
+    assert (figures["source"], figures["segments"]) == ("profiler", jsonable(UNKNOWN_SEGMENTS))
     (dev,) = figures["devices"]
     assert (dev["peak_allocated"], dev["peak_reserved"], dev["end_reserved"]) == (64, None, None)
     assert dev["timeline"] == [[-1, 0.0, 0, None], [0, 0.0, 64, None]]
@@ -157,11 +153,11 @@ def test_sites_add_up_per_site_and_category_and_a_frameless_one_is_named_by_its_
         Allocation(3, 7, FA, "parameter"),
         Allocation(4, 1, FA, None),
     ]
-    assert group_by_site(allocations, top=None) == [
+    assert jsonable(sites_by_bytes(allocations, top=None)) == [
         {"site": "<activation, no Python frames>", "bytes": 15, "count": 2, "categories": {"activation": 15}},
         {"site": "job/model.py:31 forward", "bytes": 8, "count": 2, "categories": {"parameter": 7}},
     ]
-    assert [g["site"] for g in group_by_site(allocations, top=1)] == ["<activation, no Python frames>"]
+    assert [g.site for g in sites_by_bytes(allocations, top=1)] == ["<activation, no Python frames>"]
 
 
 def test_a_missing_file_is_a_format_error(tmp_path):
@@ -170,9 +166,9 @@ def test_a_missing_file_is_a_format_error(tmp_path):
 
 
 def test_an_oom_without_a_size_is_of_0_bytes():
-    assert replay([{"action": "oom"}], [], 0).ooms == [{"index": 0, "size": 0, "device_free": None, "time_us": None}]
+    assert replay([{"action": "oom"}], [], 0).ooms == [OomEntry(index=0, size=0, device_free=None, time_us=None)]
 
 
 def test_a_device_with_only_a_segment_that_names_no_device_is_device_0(tmp_path):
     figures = snapshot_figures(_write(tmp_path, [{"address": 0, "total_size": 8, "blocks": []}], []))
-    assert [(d["device"], d["peak_reserved"]) for d in figures["devices"]] == [(0, 8)]
+    assert [(d.device, d.peak_reserved) for d in figures.devices] == [(0, 8)]

@@ -20,8 +20,15 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch.cuda import _memory_viz  # noqa: E402
 
-from bridge_plugins.analysis.memory.snapshot import snapshot_figures  # noqa: E402
+from bridge_plugins.analysis.jsonable import jsonable  # noqa: E402
+from bridge_plugins.analysis.memory.snapshot import TOP_SITES, snapshot_figures  # noqa: E402
 from bridge_plugins.analysis.memory.timeline import replay  # noqa: E402
+
+
+def figures_json(path, top_sites=TOP_SITES):
+    """A snapshot's figures as their JSON (what ``memory --json`` prints)."""
+    return jsonable(snapshot_figures(path, top_sites))
+
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ALL = sorted(FIXTURES.glob("memory_*.pickle"))
@@ -37,7 +44,7 @@ def test_segment_totals_equal_torch_segsum():
     path = FIXTURES / "memory_schema.pickle"
     text = _memory_viz.segsum(pickle.loads(path.read_bytes()))
     torch_says = dict(re.findall(r"^(segments|total_reserved|total_allocated|total_free): (\S+)", text, re.M))
-    seg = snapshot_figures(path)["segments"]
+    seg = figures_json(path)["segments"]
     ours = {
         "segments": str(seg["count"]),
         "total_reserved": repr(_memory_viz.Bytes(seg["reserved"])),
@@ -55,7 +62,7 @@ def test_leak_candidates_equal_torch_unfreed_allocations(path):
     replayed = replay(data["device_traces"][0], data["segments"], 0)
     assert unfreed and sorted((a.addr, a.size) for a in replayed.live_at_end if a.index >= 0) == unfreed
     # the summary's leak table adds what predates the trace to exactly these
-    (dev,) = snapshot_figures(path, None)["devices"]
+    (dev,) = figures_json(path, None)["devices"]
     before = sum(a.size for a in replayed.live_at_end if a.index < 0)
     assert sum(r["bytes"] for r in dev["alive_at_end"]) == sum(size for _, size in unfreed) + before
 
@@ -86,6 +93,6 @@ def test_peak_rise_equals_torch_memory_profiler_timeline(tmp_path):
             peak = max(peak, current)
     snap = tmp_path / "profile.pickle"
     snap.write_bytes(pickle.dumps(_memory_viz._profile_to_snapshot(prof), protocol=4))
-    (dev,) = snapshot_figures(snap)["devices"]
+    (dev,) = figures_json(snap)["devices"]
     assert dev["peak_allocated"] - dev["end_allocated"] == peak - current
     assert abs(dev["end_allocated"] - current) <= 0.05 * current

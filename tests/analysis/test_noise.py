@@ -8,8 +8,8 @@ import re
 import pytest
 
 from bridge_plugins.analysis.findings.evidence_text import evidence_lines, shorten
+from bridge_plugins.analysis.pipeline import summarize
 from bridge_plugins.analysis.report.findings import findings_section
-from bridge_plugins.analysis.summarize import summarize
 from tests.analysis.gpu_traces import FIXTURES, job2_torch19
 from tests.fixtures.old_format import save, with_data_loading
 

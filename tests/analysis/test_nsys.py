@@ -22,11 +22,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge_plugins.analysis.analyzers.stats import describe
+from bridge_plugins.analysis.analyzers.distribution import describe
 from bridge_plugins.analysis.nsys.db import open_export
 from bridge_plugins.analysis.nsys.gpu import _Union
-from bridge_plugins.analysis.nsys.stats import StatRow, nsys_stats
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.nsys.stats_reports import StatRow, nsys_stats
+from bridge_plugins.analysis.pipeline import summarize
 from bridge_plugins.jobdir.scan import NothingToRead
 from tests.analysis.nsys_fixture import (
     FIRST_STEP,
@@ -332,7 +332,7 @@ def test_the_four_commands_take_an_export(standin, tmp_path, capsys):
 def test_a_large_export_shows_its_phases_on_a_terminal(standin, monkeypatch):
     import io
 
-    from bridge_plugins.analysis.nsys import summary as nsys_summary
+    from bridge_plugins.analysis.nsys import as_trace as nsys_summary
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import FIXTURES, J128
 from tests.fixtures.old_format import load, save, to_old_format, with_data_loading
 

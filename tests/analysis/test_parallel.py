@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bridge_plugins.analysis.parallel import WORKER_DIED, Progress, Workers
-from bridge_plugins.analysis.summarize import summarize_trace
+from bridge_plugins.analysis.pipeline import summarize_trace
 from bridge_plugins.analysis.trace.reader import TraceError
 from tests.analysis.gpu_traces import FIXTURES, JOBS
 from tests.analysis.recipe_traces import profiled_run

@@ -12,7 +12,7 @@ import pytest
 
 from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
 from bridge_plugins.analysis.figures import KernelRow
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import FIXTURES
 
 PUBLIC = FIXTURES.parent / "public-traces"

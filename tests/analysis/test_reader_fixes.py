@@ -14,7 +14,7 @@ import pytest
 
 from bridge_plugins.analysis.job import report, steps_line
 from bridge_plugins.analysis.page import build
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.jobdir.scan import find_artifacts
 from tests.analysis.bad_input_support import GOOD, assert_clean_error, cli

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from bridge_plugins.analysis.analyzers.step_breakdown import ROLES, parts_of
+from bridge_plugins.analysis.pipeline import summarize
 from bridge_plugins.analysis.report.html import render
-from bridge_plugins.analysis.summarize import summarize
 from bridge_plugins.analysis.text.summary import breakdown_line
 from tests.analysis.gpu_traces import FIXTURES
 

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from bridge_plugins.analysis.analyzers.step_breakdown import parts_of
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import FIXTURES
 from tests.fixtures.old_format import load, save, to_old_format, with_data_loading
 

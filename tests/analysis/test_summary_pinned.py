@@ -20,7 +20,7 @@ import pytest
 
 from benchmarks.analysis_scale import build
 from bridge_plugins.analysis.jsonable import dumps
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 
 FIXTURES = (
     Path(os.environ.get("BRIDGE_SHARED") or Path(__file__).resolve().parents[3] / "shared") / "fixtures" / "gpu-traces"

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from bridge_plugins.analysis.summarize import summarize
+from bridge_plugins.analysis.pipeline import summarize
 from tests.analysis.gpu_traces import FIXTURES, J128
 
 

@@ -122,7 +122,7 @@ def test_the_api_reference_documents_the_public_api(site):
         "bridge_plugins.plugins.nsys.NsysPlugin",
         "bridge_plugins.plugins.fault_tolerance.FaultTolerancePlugin",
         "bridge_plugins.runtime.controller.ProfilingController",
-        "bridge_plugins.analysis.summarize.summarize",
+        "bridge_plugins.analysis.pipeline.summarize",
         "bridge_plugins.analysis.page.build",
     ):
         assert f'id="{name}"' in text, f"{name} is not in the API reference"

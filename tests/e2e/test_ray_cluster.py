@@ -96,7 +96,7 @@ def test_summary_on_ray_prints_what_a_local_run_prints(ray_cluster, traces, tmp_
 WHERE = """
 import json, sys
 from bridge_plugins.analysis.parallel import Workers
-from bridge_plugins.analysis.summarize import summarize_trace
+from bridge_plugins.analysis.pipeline import summarize_trace
 from bridge_plugins.analysis.trace.reader import TraceError
 done = Workers(ray_address=sys.argv[1]).map(summarize_trace, sys.argv[2:], TraceError)
 print(json.dumps([[str(d.path), d.node, d.error is None] for d in done]))

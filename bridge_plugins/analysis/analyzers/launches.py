@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bridge_plugins.analysis.analyzers.stats import Distribution, describe
+from bridge_plugins.analysis.analyzers.distribution import Distribution, describe
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 RUNTIME_CUTOFF_US = 50.0

@@ -29,12 +29,12 @@ def check(summary: Summary) -> list[Finding]:
             if not r.straggler:
                 continue
             steps = max(len(group.steps), 1)
-            if r.step_median_us is not None and medians["step_median_us"]:
-                per_step = max(r.step_median_us - medians["step_median_us"], 0.0)
+            if r.step_median_us is not None and medians.step_median_us:
+                per_step = max(r.step_median_us - medians.step_median_us, 0.0)
             else:
-                per_step = max((r.computation_us or 0.0) - (medians["computation_us"] or 0.0), 0.0) / steps
-            if r.computation_us is not None and medians["computation_us"]:
-                per_step = max(per_step, (r.computation_us - medians["computation_us"]) / steps)
+                per_step = max((r.computation_us or 0.0) - (medians.computation_us or 0.0), 0.0) / steps
+            if r.computation_us is not None and medians.computation_us:
+                per_step = max(per_step, (r.computation_us - medians.computation_us) / steps)
             evidence = {
                 "steps": group.steps,
                 "reasons": r.straggler_reasons,
@@ -46,7 +46,7 @@ def check(summary: Summary) -> list[Finding]:
                     for x in group.ranks
                 },
             }
-            base = StepBase(steps, medians["step_median_us"])
+            base = StepBase(steps, medians.step_median_us)
             title = f"rank {r.rank} is a straggler ({', '.join(r.straggler_reasons)} above the median of {len(group.ranks)} ranks)"
             out.append(
                 finding(KIND, title, base, per_step, evidence, ADVICE, ranks=[r.rank], timeline=timeline_id(r.rank))

@@ -1,9 +1,8 @@
 """Figures of a CUDA memory snapshot: peaks and when, allocated bytes over time, what was alive
 at the peak and at the end (by site), and the allocator's segments.
 
-:func:`figures_of` returns them typed (memory.results.SnapshotFigures: ``bridge-plugins memory --json``
-prints it through ``jsonable``; the HTML report draws it); :func:`snapshot_figures` gives the same as
-JSON-ready dicts, for callers that want those. The layout, and how profiler-made snapshots differ:
+:func:`snapshot_figures` returns them typed (memory.results.SnapshotFigures: ``bridge-plugins memory
+--json`` prints it through ``jsonable``; the HTML report draws it). The layout, and how profiler-made snapshots differ:
 docs/formats.md.
 """
 
@@ -14,7 +13,6 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from bridge_plugins.analysis.jsonable import jsonable
 from bridge_plugins.analysis.memory.budget import OverBudget, memory_budget
@@ -36,14 +34,7 @@ from bridge_plugins.analysis.memory.timeline import Allocation, DeviceReplay, re
 from bridge_plugins.jobdir import names as artifact_names
 
 TIMELINE_POINTS = 600
-NO_SEGMENTS: dict[str, Any] = jsonable(UNKNOWN_SEGMENTS)
-"""``results.UNKNOWN_SEGMENTS`` as JSON: the segments of a snapshot made from a torch.profiler run."""
 TOP_SITES = 15
-
-
-def group_by_site(allocations: Iterable[Allocation], top: int | None = TOP_SITES) -> list[dict]:
-    """:func:`sites_by_bytes` as JSON-ready dicts."""
-    return jsonable(sites_by_bytes(allocations, top))
 
 
 def sites_by_bytes(allocations: Iterable[Allocation], top: int | None = TOP_SITES) -> list[SiteBytes]:
@@ -99,7 +90,7 @@ def _device_figures(r: DeviceReplay, entries: list[dict], top: int | None) -> De
         sites_at_peak=sites_by_bytes(r.live_at_peak, top),
         alive_at_end=sites_by_bytes(r.live_at_end, top),
         ooms=[
-            OutOfMemory(index=o["index"], size=o["size"], device_free=o["device_free"], time_s=_rel(o["time_us"], t0))
+            OutOfMemory(index=o.index, size=o.size, device_free=o.device_free, time_s=_rel(o.time_us, t0))
             for o in r.ooms
         ],
     )
@@ -149,12 +140,7 @@ def _source(segments: list[dict]) -> str:
     return "profiler" if blocks and not any("address" in b for b in blocks) else "allocator"
 
 
-def snapshot_figures(path: str | Path, top_sites: int | None = TOP_SITES) -> dict:
-    """:func:`figures_of` as JSON-ready dicts (layout: docs/formats.md)."""
-    return jsonable(figures_of(path, top_sites))
-
-
-def figures_of(path: str | Path, top_sites: int | None = TOP_SITES) -> SnapshotFigures:
+def snapshot_figures(path: str | Path, top_sites: int | None = TOP_SITES) -> SnapshotFigures:
     """Every figure of one snapshot file; ``top_sites=None`` keeps every site (what a comparison
     needs). Reading it runs under a memory budget (``budget``)."""
     try:
@@ -201,12 +187,12 @@ def main_device(figures: SnapshotFigures) -> DeviceFigures | None:
 
 
 def memory_entry(paths: Iterable[str | Path]) -> MemoryRead:
-    """What ``analysis.summarize`` merges into its ``memory`` entry: each snapshot's figures with its
+    """What ``analysis.pipeline.summarize`` merges into its ``memory`` entry: each snapshot's figures with its
     rank, and ``{"file", "error"}`` for a file that is not a snapshot (a problem, not a failure)."""
     files, problems = [], []
     for path in paths:
         try:
-            figures = figures_of(path)
+            figures = snapshot_figures(path)
         except SnapshotFormatError as e:
             problems.append({"file": str(path), "error": str(e).removeprefix(f"{path}: ")})
             continue
@@ -216,5 +202,10 @@ def memory_entry(paths: Iterable[str | Path]) -> MemoryRead:
     return MemoryRead(files=files, problems=problems)
 
 
-summarize_snapshot = snapshot_figures  # the old names (docs/reference/api.md named them), kept for callers
-summarize_snapshots = memory_entry
+def summarize_snapshot(path: str | Path, top_sites: int | None = TOP_SITES) -> dict:
+    """The old name (docs/reference/api.md named it), kept for callers: :func:`snapshot_figures` as
+    the JSON-ready dicts it returned then (layout: docs/formats.md)."""
+    return jsonable(snapshot_figures(path, top_sites))
+
+
+summarize_snapshots = memory_entry  # the old name of memory_entry, kept for callers

@@ -1,6 +1,6 @@
 """Two snapshots side by side: how the peaks, the end state and each site's bytes at the peak moved.
 
-Works on :func:`bridge_plugins.analysis.memory.snapshot.figures_of` results (each reduced to its main
+Works on :func:`bridge_plugins.analysis.memory.snapshot.snapshot_figures` results (each reduced to its main
 device), so ``memory --compare`` and the report's comparison use the same figures.
 """
 

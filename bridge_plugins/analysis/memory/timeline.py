@@ -27,6 +27,17 @@ class Allocation:
     """Trace index of its ``alloc``; -1 when it existed before the trace began."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class OomEntry:
+    """An ``oom`` entry of the trace, as the allocator wrote it: bytes asked for (0 when it says
+    none), bytes free on the device, its time (results.OutOfMemory makes that relative)."""
+
+    index: int
+    size: int
+    device_free: int | None
+    time_us: float | None
+
+
 @dataclass
 class DeviceReplay:
     """What one device's trace says, in event order (index i = after the i-th trace entry)."""
@@ -42,7 +53,7 @@ class DeviceReplay:
     """Index of the first event at which allocated bytes are highest; -1 = before the first event."""
     live_at_peak: list[Allocation]
     live_at_end: list[Allocation]
-    ooms: list[dict] = field(default_factory=list)
+    ooms: list[OomEntry] = field(default_factory=list)
 
     @property
     def peak_allocated(self) -> int:
@@ -142,7 +153,8 @@ def replay(entries: list[dict], segments: list[dict], device: int) -> DeviceRepl
     initial_allocated = sum(a.size for a in live.values())
     final_reserved = sum(s.get("total_size", 0) for s in segments if s.get("device", 0) == device)
     initial_reserved = final_reserved - sum(_RESERVE.get(e.get("action", ""), 0) * e.get("size", 0) for e in entries)
-    allocated, reserved, times, ooms = [], [], [], []
+    allocated, reserved, times = [], [], []
+    ooms: list[OomEntry] = []
     current, reserving = initial_allocated, initial_reserved
     peak_value, peak_index = initial_allocated, -1
     for i, kind, e in _classified(entries):
@@ -151,7 +163,7 @@ def replay(entries: list[dict], segments: list[dict], device: int) -> DeviceRepl
             reserving += _RESERVE[e["action"]] * e.get("size", 0)
         elif kind == "oom":
             ooms.append(
-                {"index": i, "size": e.get("size", 0), "device_free": e.get("device_free"), "time_us": e.get("time_us")}
+                OomEntry(index=i, size=e.get("size", 0), device_free=e.get("device_free"), time_us=e.get("time_us"))
             )
         allocated.append(current)
         reserved.append(reserving)

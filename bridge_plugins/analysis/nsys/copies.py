@@ -10,9 +10,9 @@ distribution is empty and the note says so.
 from __future__ import annotations
 
 from bridge_plugins.analysis.analyzers.bandwidth import CopyKind, MemoryBandwidth
-from bridge_plugins.analysis.analyzers.stats import Distribution
+from bridge_plugins.analysis.analyzers.distribution import Distribution
 from bridge_plugins.analysis.nsys.db import MEMCPY, MEMSET, Export
-from bridge_plugins.analysis.nsys.stats import COPY_KINDS
+from bridge_plugins.analysis.nsys.stats_reports import COPY_KINDS
 
 PAGEABLE = 0
 NOTE = "bandwidth over concurrent copies is not computed for Nsight Systems reports"

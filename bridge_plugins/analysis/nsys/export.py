@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bridge_plugins.analysis.nsys.summary import summarize_export
+from bridge_plugins.analysis.nsys.as_trace import summarize_export
 from bridge_plugins.analysis.schema import TraceAsRead
 from bridge_plugins.analysis.trace.reader import TraceError
 

@@ -16,7 +16,7 @@ import numpy as np
 from bridge_plugins.analysis.analyzers.overlap import Overlap
 from bridge_plugins.analysis.figures import GpuBreakdown, KernelRow
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, Export
-from bridge_plugins.analysis.nsys.stats import FETCH, MEMSET_NAME, copy_kind_name
+from bridge_plugins.analysis.nsys.stats_reports import FETCH, MEMSET_NAME, copy_kind_name
 from bridge_plugins.analysis.trace.kernel_types import COMMUNICATION, COMPUTATION, MEMORY, kernel_type
 
 # the kind codes of the GPU activity view

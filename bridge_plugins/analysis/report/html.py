@@ -84,7 +84,7 @@ def _overview(s: Summary) -> str:
 def render(
     summary: Summary, comparison: RunComparison | None = None, memory_comparison: SnapshotComparison | None = None
 ) -> str:
-    """The page for a Summary (``analysis.summarize``) and optional comparisons."""
+    """The page for a Summary (``analysis.pipeline.summarize``) and optional comparisons."""
     problems = summary.problems + (comparison.problems if comparison else [])
     problems_html = ""
     if problems:

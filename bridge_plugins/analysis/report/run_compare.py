@@ -53,9 +53,9 @@ def compare_section(c: RunComparison, memory_cmp: SnapshotComparison | None) -> 
         rows = [
             {
                 "label": label,
-                "values": {k: gpu[f"{k}_us"] for k, _, _ in GPU_PARTS},
-                "total": gpu["span_us"],
-                "data": {"run": key, "span-us": gpu["span_us"]},
+                "values": {k: getattr(gpu, f"{k}_us") for k, _, _ in GPU_PARTS},
+                "total": gpu.span_us,
+                "data": {"run": key, "span-us": gpu.span_us},
             }
             for key, label, gpu in (("base", "baseline", base.gpu), ("new", "this run", new.gpu))
         ]

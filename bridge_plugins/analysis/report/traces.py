@@ -1,4 +1,4 @@
-"""Report sections from the trace summary (``analysis.summarize``): step times, GPU time
+"""Report sections from the trace summary (``analysis.pipeline.summarize``): step times, GPU time
 breakdown, top operators and kernels, and the cross-rank straggler view."""
 
 from __future__ import annotations

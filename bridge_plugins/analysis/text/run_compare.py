@@ -27,9 +27,9 @@ def _overview(c: RunComparison) -> Table:
         if b.gpu or n.gpu:
             t.add_row(
                 f"GPU {k[:-3].replace('_', ' ')} (mean per rank)",
-                ms((b.gpu or {}).get(k)),
-                ms((n.gpu or {}).get(k)),
-                _delta((c.gpu_delta or {}).get(k)),
+                ms(getattr(b.gpu, k, None)),
+                ms(getattr(n.gpu, k, None)),
+                _delta(getattr(c.gpu_delta, k, None)),
             )
     return t
 

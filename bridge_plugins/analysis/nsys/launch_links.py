@@ -8,10 +8,10 @@ to one temporary table (on disk: SQLite's temp store), from which the launch sta
 
 from __future__ import annotations
 
+from bridge_plugins.analysis.analyzers.distribution import Distribution
 from bridge_plugins.analysis.analyzers.launches import _CALLS, LAUNCH_DELAY_CUTOFF_US, RUNTIME_CUTOFF_US, LaunchStats
-from bridge_plugins.analysis.analyzers.stats import Distribution
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, RUNTIME, Export
-from bridge_plugins.analysis.nsys.stats import api_name
+from bridge_plugins.analysis.nsys.stats_reports import api_name
 
 PID_MASK = "0x0000FFFFFF000000"
 QUANTILES = (0.25, 0.5, 0.75, 0.95)
@@ -65,7 +65,7 @@ def build_launch_table(export: Export) -> int:
 
 
 def distribution(export: Export, column: str) -> Distribution:
-    """analyzers.stats.describe of a column of ``temp.launch`` (us), with numpy's linear quantiles:
+    """analyzers.distribution.describe of a column of ``temp.launch`` (us), with numpy's linear quantiles:
     SQLite aggregates it and indexes it once, and the quantiles' rows are read through the index."""
     conn = export.conn
     n, mean, lo, hi = conn.execute(

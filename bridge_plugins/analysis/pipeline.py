@@ -1,4 +1,5 @@
-"""``summarize(paths)``: every figure of ``bridge-plugins summary``, as one typed Summary (analysis.schema).
+"""The analysis pipeline: ``summarize(paths)``, every figure of ``bridge-plugins summary`` as one
+typed Summary (analysis.schema), and ``diagnose(paths)``, its findings alone.
 
 One object, so the terminal tables, the HTML report, ``compare`` and ``--json`` all show the same
 figures. Its fields, units and versions: docs/analysis-schema.md ("Summary object"). Each trace is
@@ -20,11 +21,20 @@ from bridge_plugins.analysis.findings.run import rank_findings
 from bridge_plugins.analysis.memory.results import MemoryEntry
 from bridge_plugins.analysis.memory.snapshot import memory_entry
 from bridge_plugins.analysis.parallel import Workers
-from bridge_plugins.analysis.schema import Problem, Summary, TraceAsRead, TraceSummary
+from bridge_plugins.analysis.schema import Diagnosis, Problem, Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs
 
-__all__ = ["summarize", "summarize_trace", "numbered", "with_top", "without_timelines", "SCHEMA", "SCHEMA_VERSION"]
+__all__ = [
+    "summarize",
+    "diagnose",
+    "summarize_trace",
+    "numbered",
+    "with_top",
+    "without_timelines",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+]
 """``summarize_trace`` (the Chrome-trace reader, chrome.py) is importable here too, where it was."""
 
 SCHEMA = "bridge-plugins.summary/1"
@@ -72,6 +82,13 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
     )
     summary.findings = rank_findings(summary)
     return with_top(summary, top)
+
+
+def diagnose(paths: Sequence[str | Path], workers: Workers | None = None) -> Diagnosis:
+    """The ranked findings of ``summarize(paths)`` (every op and kernel kept, as the rules need),
+    with its problems: what ``bridge-plugins diagnose`` prints. Raises as ``summarize`` does."""
+    s = summarize(paths, top=None, workers=workers)
+    return Diagnosis(findings=s.findings, problems=s.problems, traces_read=len(s.traces))
 
 
 def numbered(read: list[TraceAsRead]) -> list[TraceSummary]:

@@ -19,10 +19,10 @@ from bridge_plugins.analysis.analyzers.all import TraceAnalyses
 from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
 from bridge_plugins.analysis.analyzers.step_stats import step_stats
 from bridge_plugins.analysis.figures import NsysReport, OpRow, StepRow
-from bridge_plugins.analysis.nsys import copies, gpu, launches, steps
+from bridge_plugins.analysis.nsys import copies, gpu, launch_links, step_ranges
 from bridge_plugins.analysis.nsys.db import KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, Export, open_export, sql_errors
-from bridge_plugins.analysis.nsys.launches import calls_once
-from bridge_plugins.analysis.nsys.stats import api_name, nsys_stats
+from bridge_plugins.analysis.nsys.launch_links import calls_once
+from bridge_plugins.analysis.nsys.stats_reports import api_name, nsys_stats
 from bridge_plugins.analysis.schema import TraceAsRead
 from bridge_plugins.jobdir.scan import rank_from_name
 
@@ -37,7 +37,7 @@ NOTE = (
 
 
 def api_rows(export: Export) -> list[OpRow]:
-    """CUDA API calls by name, each call once (launches.calls_once), as the CPU table."""
+    """CUDA API calls by name, each call once (launch_links.calls_once), as the CPU table."""
     if not export.has(RUNTIME, "nameId"):
         return []
     sums = list(export.conn.execute(f"SELECT nameId, total(dur), count(*) FROM ({calls_once(export)}) GROUP BY nameId"))
@@ -87,11 +87,11 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
     types = gpu.classify_kernels(export)
     figures = gpu.gpu_figures(export)
     _phase(shown, "launches", big)
-    launches.build_launch_table(export)
-    found = steps.nvtx_steps(export)
-    syncs = steps.sync_points(export, found)
-    details = steps.step_details(export, found, syncs.per_step)
-    launch_figures = launches.launch_stats(export)
+    launch_links.build_launch_table(export)
+    found = step_ranges.nvtx_steps(export)
+    syncs = step_ranges.sync_points(export, found)
+    details = step_ranges.step_details(export, found, syncs.per_step)
+    launch_figures = launch_links.launch_stats(export)
     _phase(shown, "nsys stats tables", big)
     stats = nsys_stats(export)
     _phase(shown, "kernel table", big)
@@ -115,7 +115,7 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
     rank, source = _rank(shown, export)
     step_figures = step_stats({n: (e - s) / 1e3 for n, (s, e) in found.items()})
     if not found:
-        step_figures = dataclasses.replace(step_figures, note=steps.NO_NVTX_STEPS)
+        step_figures = dataclasses.replace(step_figures, note=step_ranges.NO_NVTX_STEPS)
     return TraceAsRead(
         file=str(shown),
         rank=rank,
@@ -134,6 +134,6 @@ def _summary(export: Export, shown: Path) -> TraceAsRead:
             version=export.version,
             export_schema_version=export.schema_version,
             stats=stats,
-            cupti_synchronizations=steps.cupti_synchronizations(export),
+            cupti_synchronizations=step_ranges.cupti_synchronizations(export),
         ),
     )

@@ -3,7 +3,7 @@
 A profiled step is an NVTX range named ``ProfilerStep#<N>`` (what the job side writes, as
 torch.profiler names its step spans; torch's ``emit_nvtx`` may append ``, seq = ...``) or
 ``step <N>`` (this project's earlier name). The first range of a step number counts. Per step: the
-CUDA launch calls that start in it and the GPU time of what they launched (launches.py's table),
+CUDA launch calls that start in it and the GPU time of what they launched (launch_links.py's table),
 and the synchronizing CUDA calls (analyzers.syncs.SYNC_CALLS) that start in it.
 """
 
@@ -15,8 +15,8 @@ from collections import Counter
 from bridge_plugins.analysis.analyzers.step_detail import StepDetail
 from bridge_plugins.analysis.analyzers.syncs import SYNC_CALLS, SyncPoints, SyncSite
 from bridge_plugins.analysis.nsys.db import NVTX, SYNC, Export
-from bridge_plugins.analysis.nsys.launches import calls_once, runtime_ids
-from bridge_plugins.analysis.nsys.stats import NVTX_RANGES, api_name, nvtx_name_sql
+from bridge_plugins.analysis.nsys.launch_links import calls_once, runtime_ids
+from bridge_plugins.analysis.nsys.stats_reports import NVTX_RANGES, api_name, nvtx_name_sql
 
 STEP_NAME = re.compile(r"^(?:ProfilerStep#|step )(\d+)(?:,.*)?$")
 STEP_GLOBS = ("ProfilerStep#[0-9]*", "step [0-9]*")
