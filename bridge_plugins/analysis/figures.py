@@ -22,8 +22,9 @@ class StepStats:
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuBreakdown:
-    """Where a rank's GPU time went (analyzers/gpu_breakdown.py), in microseconds."""
+class GpuParts:
+    """GPU time by part, in microseconds: a rank's (GpuBreakdown), or a run's mean over its traces
+    and the change in it (run_compare)."""
 
     span_us: float
     computation_us: float
@@ -31,6 +32,13 @@ class GpuBreakdown:
     memory_us: float
     idle_us: float
     communication_total_us: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuBreakdown(GpuParts):
+    """Where a rank's GPU time went (analyzers/gpu_breakdown.py), in microseconds, and how many GPU
+    events it counted."""
+
     gpu_events: int
     gpu_events_dropped: int
 

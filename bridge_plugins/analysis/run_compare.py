@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge_plugins.analysis.figures import GpuParts
 from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.pipeline import summarize
 from bridge_plugins.analysis.schema import Problem, Summary
@@ -24,19 +25,7 @@ SHOWN_US = 5.0
 show, so a listed change never prints as +0.00 or -0.00."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuMeans:
-    """A run's GPU breakdown, each part the mean over its traces (us), or the change in that mean."""
-
-    span_us: float
-    computation_us: float
-    communication_us: float
-    memory_us: float
-    idle_us: float
-    communication_total_us: float
-
-
-GPU_KEYS = tuple(f.name for f in dataclasses.fields(GpuMeans))
+GPU_KEYS = tuple(f.name for f in dataclasses.fields(GpuParts))
 
 
 @dataclass(kw_only=True)
@@ -67,7 +56,7 @@ class RunFigures:
     traces: int
     rank_steps: int
     step_median_us: float | None
-    gpu: GpuMeans | None  # the mean of the traces' GPU breakdowns
+    gpu: GpuParts | None  # the mean of the traces' GPU breakdowns
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,7 +69,7 @@ class RunComparison:
     new: RunFigures
     step_delta_us: float | None
     step_delta_pct: float | None
-    gpu_delta: GpuMeans | None
+    gpu_delta: GpuParts | None
     ops_regressions: list[DeltaRow]
     ops_improvements: list[DeltaRow]
     kernels_regressions: list[DeltaRow]
@@ -109,7 +98,7 @@ def _run_figures(s: Summary) -> RunFigures:
         traces=len(traces),
         rank_steps=sum(t.steps.count for t in traces),
         step_median_us=statistics.median(medians) if medians else None,
-        gpu=GpuMeans(**{k: statistics.fmean(getattr(g, k) for g in gpus) for k in GPU_KEYS}) if gpus else None,
+        gpu=GpuParts(**{k: statistics.fmean(getattr(g, k) for g in gpus) for k in GPU_KEYS}) if gpus else None,
     )
 
 
@@ -168,7 +157,7 @@ def compare_runs(base: Summary, new: Summary, top: int | None = 10) -> RunCompar
         new=fn,
         step_delta_us=step_delta,
         step_delta_pct=None if step_delta is None or not fb.step_median_us else 100 * step_delta / fb.step_median_us,
-        gpu_delta=GpuMeans(**{k: getattr(fn.gpu, k) - getattr(fb.gpu, k) for k in GPU_KEYS})
+        gpu_delta=GpuParts(**{k: getattr(fn.gpu, k) - getattr(fb.gpu, k) for k in GPU_KEYS})
         if fb.gpu and fn.gpu
         else None,
         ops_regressions=ops_worse,
