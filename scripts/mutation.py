@@ -39,7 +39,10 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--rerun-unkilled"] and len(argv) == 2 and argv[1] in modules:
         os.environ.setdefault("BRIDGE_SHARED", str(ROOT.parent / "shared"))
         return _rerun_unkilled(argv[1], modules[argv[1]])
-    if argv[:1] == ["--changed"] and len(argv) == 2:
+    if argv == ["--stale"]:
+        names = stale(modules)
+        print(f"[mutation] entries whose saved results measured other code: {', '.join(names) or 'none'}", flush=True)
+    elif argv[:1] == ["--changed"] and len(argv) == 2:
         names = _touched(modules, argv[1])
         print(f"[mutation] entries whose files changed since {argv[1]}: {', '.join(names) or 'none'}", flush=True)
     elif argv == ["--all"]:
@@ -48,7 +51,7 @@ def main(argv: list[str]) -> int:
         names = argv
     else:
         print(
-            f"usage: scripts/mutation.sh [--save] MODULE... | --all | --changed REV | --rerun-unkilled MODULE"
+            f"usage: scripts/mutation.sh [--save] MODULE... | --all | --changed REV | --stale | --rerun-unkilled MODULE"
             f"   (MODULE: {', '.join(modules)})",
             file=sys.stderr,
         )
@@ -65,6 +68,19 @@ def _touched(modules: dict, rev: str) -> list[str]:
     out = subprocess.run(["git", "diff", "--name-only", rev], cwd=ROOT, capture_output=True, text=True, check=True)
     changed = set(out.stdout.split())
     return [name for name, entry in modules.items() if changed & set(entry["mutate"])]
+
+
+def stale(modules: dict) -> list[str]:
+    """The entries whose saved results (benchmarks/results/mutation_NAME.txt) are missing, have no
+    ``[files]`` line, or measured other files than these: what the scheduled lane runs, with no
+    commit to remember (each results file says which code it measured)."""
+    out = []
+    for name, entry in modules.items():
+        path = ROOT / "benchmarks/results" / f"mutation_{name}.txt"
+        files = read_saved(path.read_text())[0] if path.exists() else None
+        if files != fingerprint(entry):
+            out.append(name)
+    return out
 
 
 def fingerprint(entry: dict) -> str:

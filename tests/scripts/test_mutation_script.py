@@ -93,3 +93,17 @@ def test_a_rerun_reruns_only_the_unkilled_and_keeps_a_saved_status_it_did_not_re
     assert lines[-1] == (
         "[mutation] demo: 2 of 3 mutants killed (67 %) -- 1 not killed at the saved run rerun, the others as it killed them"
     )
+
+
+def test_stale_names_the_entries_whose_saved_results_measured_other_code(mutation, tmp_path, monkeypatch):
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    (tmp_path / "benchmarks/results").mkdir(parents=True)
+    for name in ("a", "b", "c", "d"):
+        (tmp_path / f"{name}.py").write_text(f"{name} = 1\n")
+    modules = {name: {"mutate": [f"{name}.py"]} for name in ("a", "b", "c", "d")}
+    results = tmp_path / "benchmarks/results"
+    (results / "mutation_a.txt").write_text(f"[files] sha256 {mutation.fingerprint(modules['a'])}\nm.x: killed\n")
+    (results / "mutation_b.txt").write_text(f"[files] sha256 {mutation.fingerprint(modules['b'])}\nm.x: killed\n")
+    (results / "mutation_c.txt").write_text("m.x: killed\n")  # saved before fingerprints
+    (tmp_path / "b.py").write_text("b = 2\n")  # changed since its results; d has none
+    assert mutation.stale(modules) == ["b", "c", "d"]
