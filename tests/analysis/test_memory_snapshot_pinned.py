@@ -11,7 +11,13 @@ import pytest
 from bridge_plugins.analysis.jsonable import jsonable
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError
 from bridge_plugins.analysis.memory.results import UNKNOWN_SEGMENTS
-from bridge_plugins.analysis.memory.snapshot import TIMELINE_POINTS, _timeline, sites_by_bytes, snapshot_figures
+from bridge_plugins.analysis.memory.snapshot import (
+    TIMELINE_POINTS,
+    _timeline,
+    sites_by_bytes,
+    snapshot_figures,
+    summarize_snapshot,
+)
 from bridge_plugins.analysis.memory.timeline import Allocation, OomEntry, replay
 
 FA = [{"filename": "/job/model.py", "line": 31, "name": "forward"}]
@@ -122,6 +128,7 @@ def test_every_figure_of_a_hand_written_allocator_snapshot(tmp_path):
     }
     expected = {"file": str(path), "source": "allocator", "devices": [device0, device2], "segments": segments}
     assert jsonable(snapshot_figures(path, top_sites=1)) == expected
+    assert summarize_snapshot(path, top_sites=1) == expected  # the old name: the same figures, as dicts
 
 
 def test_a_profiler_made_snapshot_has_no_segments_and_no_reserved_bytes(tmp_path):
