@@ -36,9 +36,9 @@ def main(argv: list[str]) -> int:
     modules = tomllib.loads((ROOT / "scripts/mutation_modules.toml").read_text())
     save = "--save" in argv
     argv = [a for a in argv if a != "--save"]
-    if argv[:1] == ["--rerun-unkilled"] and len(argv) == 2 and argv[1] in modules:
+    if argv[:1] == ["--rerun-unkilled"] and len(argv) >= 2 and argv[1] in modules:
         os.environ.setdefault("BRIDGE_SHARED", str(ROOT.parent / "shared"))
-        return _rerun_unkilled(argv[1], modules[argv[1]])
+        return _rerun_unkilled(argv[1], modules[argv[1]], argv[2:])
     if argv == ["--stale"]:
         names = stale(modules)
         print(f"[mutation] entries whose saved results measured other code: {', '.join(names) or 'none'}", flush=True)
@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
         names = argv
     else:
         print(
-            f"usage: scripts/mutation.sh [--save] MODULE... | --all | --changed REV | --stale | --rerun-unkilled MODULE"
+            f"usage: scripts/mutation.sh [--save] MODULE... | --all | --changed REV | --stale | --rerun-unkilled MODULE [MUTANT...]"
             f"   (MODULE: {', '.join(modules)})",
             file=sys.stderr,
         )
@@ -116,8 +116,9 @@ def merged_report(name: str, files: str, status: dict[str, str], note: str = "")
     return "\n".join([f"[files] sha256 {files}", *listed, score]) + "\n", killed, len(checked)
 
 
-def _rerun_unkilled(name: str, entry: dict) -> int:
-    """Rerun the mutants the saved results do not list as killed; save the merged results."""
+def _rerun_unkilled(name: str, entry: dict, only: list[str] | None = None) -> int:
+    """Rerun the mutants the saved results do not list as killed (``only`` those of them, when
+    named: the ones a new test was written for); save the merged results."""
     path = Path(ROOT, "benchmarks/results", f"mutation_{name}.txt")
     files, saved = read_saved(path.read_text()) if path.exists() else (None, {})
     now = fingerprint(entry)
@@ -134,6 +135,12 @@ def _rerun_unkilled(name: str, entry: dict) -> int:
         )
         return 2
     rerun = sorted(mutant for mutant, result in saved.items() if result != "killed")
+    if only:
+        unknown = sorted(set(only) - set(rerun))
+        if unknown:
+            print(f"scripts/mutation.sh: not among {name}'s unkilled mutants: {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        rerun = sorted(only)
     print(
         f"[mutation] {name}: rerunning {len(rerun)} of {len(saved)} mutants (those not killed at the saved run)",
         flush=True,

@@ -11,6 +11,7 @@ import pytest
 from nemo_run.core.execution.launcher import Launcher, Torchrun
 
 from bridge_plugins import NsysPlugin
+from bridge_plugins.plugins.executor_traits import env_value, job_dir_seen_by_job, traits_for
 from bridge_plugins.plugins.ft_launcher import plan_fault_tolerance
 from bridge_plugins.plugins.nsys_entry import with_wrapper
 from bridge_plugins.plugins.nsys_launcher import _gpu_metrics_nodes, merge_nsys_args, plan_nsys, requoted
@@ -138,3 +139,27 @@ def test_trace_and_extra_args_given_as_tuples_are_kept_as_lists():
     plugin = NsysPlugin(nsys_trace=("nvtx", "osrt"), nsys_extra_args=("--stats=false",))
     assert (plugin.nsys_trace, plugin.nsys_extra_args) == (["nvtx", "osrt"], ["--stats=false"])
     assert type(plugin.nsys_trace) is list and type(plugin.nsys_extra_args) is list
+
+
+@pytest.mark.parametrize(("trace", "sent"), [(None, ["nvtx", "cuda"]), (["nvtx", "osrt"], ["nvtx", "osrt"])])
+def test_the_users_trace_reaches_the_launcher_and_none_means_megatron_bridges_default(trace, sent, tmp_path):
+    executor = assigned(slurm(), tmp_path)
+    NsysPlugin(nsys_trace=trace).setup(tiny_gpt_script(), executor)
+    assert executor.get_launcher().nsys_trace == sent
+
+
+def test_a_reserved_flag_is_refused_when_its_value_holds_an_equals_sign():
+    """The flag's name ends at the first '=': '--output=/r/a=b' sets --output."""
+    with pytest.raises(ValueError, match=r"sets '--output': placement is set per executor; remove it$"):
+        NsysPlugin(nsys_extra_args=["--output=/r/a=b"])
+
+
+@pytest.mark.parametrize("call", [traits_for, job_dir_seen_by_job, lambda e: env_value(e, "/job")])
+def test_without_an_owner_an_unlisted_executor_is_refused_in_the_packages_name(call):
+    with pytest.raises(TypeError, match=r"^bridge_plugins: UnlistedExecutor is not supported"):
+        call(UnlistedExecutor())
+
+
+def test_env_value_refuses_an_unlisted_executor_in_its_owners_name():
+    with pytest.raises(TypeError, match=r"^NsysPlugin: UnlistedExecutor is not supported"):
+        env_value(UnlistedExecutor(), "/job", "NsysPlugin")

@@ -107,3 +107,26 @@ def test_stale_names_the_entries_whose_saved_results_measured_other_code(mutatio
     (results / "mutation_c.txt").write_text("m.x: killed\n")  # saved before fingerprints
     (tmp_path / "b.py").write_text("b = 2\n")  # changed since its results; d has none
     assert mutation.stale(modules) == ["b", "c", "d"]
+
+
+def test_a_rerun_of_named_mutants_runs_only_those_and_refuses_a_killed_or_unknown_one(mutation, tmp_path, monkeypatch):
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    (tmp_path / "benchmarks/results").mkdir(parents=True)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    entry = {"mutate": ["a.py"]}
+    saved = tmp_path / "benchmarks/results/mutation_demo.txt"
+    statuses = {"m.x__mutmut_1": "killed", "m.x__mutmut_2": "survived", "m.x__mutmut_3": "not checked"}
+    saved.write_text(mutation.merged_report("demo", mutation.fingerprint(entry), statuses)[0])
+    ran = []
+
+    def mutmut(name, entry):
+        ran.append(entry["run"])
+        return 0, {"m.x__mutmut_3": "killed"}
+
+    monkeypatch.setattr(mutation, "_mutmut", mutmut)
+    assert mutation._rerun_unkilled("demo", entry, ["m.x__mutmut_1"]) == 2
+    assert mutation._rerun_unkilled("demo", entry, ["m.x__mutmut_9"]) == 2
+    assert ran == []
+    mutation._rerun_unkilled("demo", entry, ["m.x__mutmut_3"])
+    assert ran == [["m.x__mutmut_3"]]
+    assert mutation.read_saved(saved.read_text())[1] == {**statuses, "m.x__mutmut_3": "killed"}
