@@ -98,12 +98,12 @@ def _windows(spans: Iterable[Spans], starts: np.ndarray, limit: int) -> list[tup
     return out
 
 
-def per_step(blocks: Blocks, starts: np.ndarray, ends: np.ndarray, limit: int = WINDOW_SPANS) -> Iterator[Spans]:
+def per_step(blocks: Blocks, starts: np.ndarray, ends: np.ndarray) -> Iterator[Spans]:
     """For each step (``starts`` sorted), ``within(merged(blocks), start, end)``, holding the union
     of one window of consecutive steps at a time (a pass over ``blocks`` each, and one to count)."""
     if not len(starts):
         return
-    windows = _windows(blocks(CHUNK), starts, limit)
+    windows = _windows(blocks(CHUNK), starts, WINDOW_SPANS)
     if windows is None:
         whole = _by_block(blocks(None))
         for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
