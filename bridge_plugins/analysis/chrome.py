@@ -41,6 +41,8 @@ def summarize_trace(path: Path) -> TraceAsRead:
     gpu_roles = gpu_role_spans(d)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
     g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
     del keep
+    steps = per_step(d, g, calls, gpu_roles)
+    del gpu_roles  # its unions, as long as the GPU events, are not held by the analyses below
     return TraceAsRead(
         file=str(path),
         rank=rank,
@@ -48,7 +50,7 @@ def summarize_trace(path: Path) -> TraceAsRead:
         world_size=world,
         events=d.events,
         steps=step_stats(d.steps),
-        per_step=per_step(d, g, calls, gpu_roles),
+        per_step=steps,
         gpu=gpu_breakdown.breakdown(g, d.gpu_count),
         top_cpu_ops=op_tables.cpu_ops(d),
         top_gpu_kernels=kernels,

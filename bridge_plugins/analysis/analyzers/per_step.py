@@ -18,6 +18,7 @@ from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> list[StepRow]:
     """A row per captured step, in step order."""
+    splits = step_splits(d, g, calls, gpu_roles)  # first: the columns below are not held while it runs
     steps = sorted(d.steps)
     idle: dict[int, float | None] = dict.fromkeys(steps)
     if steps and len(g.ts):
@@ -33,7 +34,6 @@ def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -
             window = float(e.max() - base)
             if window > 0:
                 idle[n] = 1.0 - _union_length(s - base, e - base) / window
-    splits = step_splits(d, g, calls, gpu_roles)
     return [
         StepRow(
             step=n,

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
+from bridge_plugins.analysis.analyzers import step_windows
+from bridge_plugins.analysis.analyzers.step_windows import Spans, within
+from bridge_plugins.analysis.analyzers.step_windows import union as _union
 from bridge_plugins.analysis.figures import StepBreakdown, StepRow
 from bridge_plugins.analysis.trace.collect import GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, STEP_RE, Collected
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
+EVENTS_AT = 1 << 16
+"""GPU events taken at a time where each needs a few columns of its own."""
 ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 """The plugin's priority order; what none of them covers is ``other``."""
 COLLECTIVES = frozenset(
@@ -39,22 +45,6 @@ class StepSplit:
     input_span: str | None  # the input span that waited longest in the step
 
 
-Spans = tuple[np.ndarray, np.ndarray]
-
-
-def _union(starts: list[np.ndarray], ends: list[np.ndarray]) -> Spans:
-    """The union of intervals as sorted disjoint (start, end) arrays."""
-    s = np.concatenate(starts) if starts else np.zeros(0)
-    e = np.concatenate(ends) if ends else np.zeros(0)
-    if len(s) == 0:
-        return s, e
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], np.maximum.accumulate(e[order])
-    new = np.concatenate(([True], s[1:] > e[:-1]))
-    last = np.append(new[1:], True)
-    return s[new], e[last]
-
-
 def _covers(spans: Spans, t: np.ndarray) -> np.ndarray:
     s, e = spans
     i = np.searchsorted(s, t, side="right") - 1
@@ -71,14 +61,28 @@ def _cpu_spans(d: Collected, keep: re.Pattern | frozenset | None, drop: re.Patte
     ]
     ids = np.array(wanted, dtype=np.int64)
     every = len(wanted) == len(d.names)
-    union = _union([], [])
-    for table in tables:
+    return step_windows.merged(lambda chunk: _spans(tables, None if every else ids, chunk))
+
+
+def _spans(tables: tuple, ids: np.ndarray | None, chunk: int | None) -> Iterator[Spans]:
+    """The (start, end) of the spans in ``tables`` with a name id in ``ids`` (None: all), ``chunk``
+    at a time (step_windows.Blocks). In chunks the tables go last first: annotations hold the
+    operators they name, so a union of both stays as small as the annotations' when they come first."""
+    for table in reversed(tables) if chunk else tables:
         for key in table:
-            for ts, dur, name in table.blocks(key):
-                m = np.ones(len(ts), dtype=bool) if every else np.isin(name, ids)
-                # merged a block at a time: the union stays as small as the outermost spans
-                union = _union([union[0], ts[m]], [union[1], ts[m] + dur[m]])
-    return union
+            for block in table.blocks(key):
+                yield from _chunks(block, ids, chunk or max(len(block[0]), 1))
+                del block  # not held while the next one is read
+
+
+def _chunks(block: list[np.ndarray], ids: np.ndarray | None, chunk: int) -> Iterator[Spans]:
+    ts, dur, name = block
+    if not len(ts):
+        yield ts, ts + dur
+    for a in range(0, len(ts), chunk):
+        t, d, n = (c[a : a + chunk] for c in (ts, dur, name))
+        m = np.ones(len(t), dtype=bool) if ids is None else np.isin(n, ids)
+        yield t[m], t[m] + d[m]
 
 
 def _tb_steps(
@@ -89,20 +93,12 @@ def _tb_steps(
     numbers = sorted(d.steps, key=lambda n: d.step_ts[n])
     starts = np.array([d.step_ts[n] for n in numbers], dtype=np.float64)
     ends = starts + np.array([d.steps[n] for n in numbers], dtype=np.float64)
-    has = g.launch >= 0
-    if not numbers or not has.any():
+    if not numbers or not bool((g.launch >= 0).any()):
         return numbers, starts, ends
-    call = g.launch[has]
-    c_start, c_end = calls.ts[call], calls.ts[call] + calls.dur[call]
-    g_start, g_end = g.spans(has)
-    k = np.searchsorted(starts, c_start, side="right") - 1  # the step whose CPU span holds the call
-    inside = (k >= 0) & (c_end <= ends[np.maximum(k, 0)])
-    if not inside.any():
+    device = _device_spans(g, calls, starts, ends)
+    if device is None:
         return numbers, starts, ends
-    dev_end = np.full(len(numbers), -np.inf)
-    np.maximum.at(dev_end, k[inside], g_end[inside])
-    dev_start = np.full(len(numbers), np.inf)
-    np.minimum.at(dev_start, k[inside], g_start[inside])
+    dev_start, dev_end = device
     prev = starts[0]
     if np.isfinite(dev_start[0]):  # GPU work that ended before step 0's began (launched before it)
         i = int(np.searchsorted(gpu_ends, dev_start[0])) - 1
@@ -114,6 +110,29 @@ def _tb_steps(
         new_starts[i], new_ends[i] = start, max(end, start)
         prev = new_ends[i]
     return numbers, new_starts, new_ends
+
+
+def _device_spans(g: GpuEvents, calls: CpuCalls, starts: np.ndarray, ends: np.ndarray) -> Spans | None:
+    """Per step, the first start and last end of the GPU work launched inside its CPU span (inf and
+    -inf: none), ``EVENTS_AT`` GPU events at a time (a few columns of every event at once took 70 MB
+    on a 3 GB trace); None where no launch is inside a step."""
+    dev_start, dev_end = np.full(len(starts), np.inf), np.full(len(starts), -np.inf)
+    found = False
+    for a in range(0, len(g.launch), EVENTS_AT):
+        part = slice(a, a + EVENTS_AT)
+        launch = g.launch[part]
+        has = launch >= 0
+        call = launch[has]
+        c_start = calls.ts[call]
+        k = np.searchsorted(starts, c_start, side="right") - 1  # the step whose CPU span holds the call
+        inside = (k >= 0) & (c_start + calls.dur[call] <= ends[np.maximum(k, 0)])
+        if not inside.any():
+            continue
+        found = True
+        g_start = g.ts[part][has][inside]
+        np.maximum.at(dev_end, k[inside], g.dur[part][has][inside] + g_start)  # dur + ts, as GpuEvents.spans
+        np.minimum.at(dev_start, k[inside], g_start)
+    return (dev_start, dev_end) if found else None
 
 
 @dataclass
@@ -143,18 +162,19 @@ def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles
     if not numbers:
         return {}
     tables = (d.ops, d.annotations)
-    unions = list(gpu_roles.unions)
-    unions.append(_cpu_spans(d, COLLECTIVES, None, tables))
-    unions.append(_cpu_spans(d, None, None, (d.runtime,)))
-    unions.append(_cpu_spans(d, DATALOADER_RE, None, tables))
+    before = [*gpu_roles.unions, _cpu_spans(d, COLLECTIVES, None, tables)]  # the roles before runtime
     not_exec = re.compile(f"{STEP_RE.pattern}|{DATALOADER_RE.pattern}")
-    unions.append(_cpu_spans(d, None, not_exec, tables))
+    after = [_cpu_spans(d, DATALOADER_RE, None, tables), _cpu_spans(d, None, not_exec, tables)]
     inputs = _cpu_spans(d, re.compile(f"{DATALOADER_RE.pattern}|{DATA_ITERATOR_RE.pattern}"), None, (*tables, d.py))
+    # the runtime calls' union (as many spans as calls) a window of steps at a time: step_windows
+    runtime = step_windows.per_step(lambda chunk: _spans((d.runtime,), None, chunk), starts, ends)
     width = len(ROLES) + 1
     sums = np.zeros((len(numbers), width))
     wait = np.zeros(len(numbers))
-    for i in range(len(numbers)):  # a step at a time: memory bounded by one step's spans
-        sums[i], wait[i] = _split_step(float(starts[i]), float(ends[i]), unions, inputs)
+    for i, in_runtime in enumerate(runtime):  # a step at a time: memory bounded by one step's spans
+        lo, hi = float(starts[i]), float(ends[i])
+        mine = [*(within(u, lo, hi) for u in before), in_runtime, *(within(u, lo, hi) for u in after)]
+        sums[i], wait[i] = _split_step(lo, hi, mine, within(inputs, lo, hi))
     names = _longest_input(d, inputs, starts, ends) if wait.any() else [None] * len(numbers)
     out: dict[int, StepSplit] = {}
     for i, n in enumerate(numbers):
@@ -164,18 +184,9 @@ def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles
     return out
 
 
-def _within(spans: Spans, lo: float, hi: float) -> Spans:
-    """The spans that overlap [lo, hi], clipped to it."""
-    s, e = spans
-    a, b = int(np.searchsorted(e, lo, side="right")), int(np.searchsorted(s, hi, side="left"))
-    return np.clip(s[a:b], lo, hi), np.clip(e[a:b], lo, hi)
-
-
-def _split_step(lo: float, hi: float, unions: list[Spans], inputs: Spans) -> tuple[np.ndarray, float]:
+def _split_step(lo: float, hi: float, mine: list[Spans], waits: Spans) -> tuple[np.ndarray, float]:
     """One step's time per role (ROLES, then other) and its input wait: every instant of [lo, hi]
-    goes to the first role busy then."""
-    mine = [_within(u, lo, hi) for u in unions]
-    waits = _within(inputs, lo, hi)
+    goes to the first role busy then (``mine``: each role's spans within it, ``waits``: the input spans')."""
     edges = np.unique(np.concatenate([[lo, hi], *(x for u in mine for x in u), *waits]))
     mids, lengths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
     role = np.full(len(mids), len(ROLES), dtype=np.int8)

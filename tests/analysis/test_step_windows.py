@@ -1,0 +1,84 @@
+"""The step breakdown's unions a window of steps at a time (analyzers/step_windows.py, issue 32 point 5):
+each step sees the same spans to the bit as from the whole union, and the runtime calls' union is never
+built whole (on a 3 GB trace it was 190 MB of peak RSS)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bridge_plugins.analysis.analyzers import step_breakdown, step_windows
+from bridge_plugins.analysis.analyzers.gpu_breakdown import kept_gpu_events, kernel_types
+from bridge_plugins.analysis.trace.gpu_events import joined
+from bridge_plugins.analysis.trace.split import collect_trace
+from tests.analysis.gpu_traces import FIXTURES
+
+TRACES = sorted(FIXTURES.glob("*.json.gz")) + sorted((FIXTURES.parent / "public-traces").glob("*.json.gz"))
+
+
+def _read(path):
+    """The collected trace and its steps as step_splits stretches them (a trace without steps: None)."""
+    d = collect_trace(path, 1)
+    d.spill_rest()
+    roles = step_breakdown.gpu_role_spans(d)
+    g, calls = joined(d, kept_gpu_events(d), kernel_types(d))
+    numbers, starts, ends = step_breakdown._tb_steps(d, g, calls, roles.ends)
+    return d, g, calls, roles, starts, ends
+
+
+def _runtime(d):
+    return lambda chunk: step_breakdown._spans((d.runtime,), None, chunk)
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name[:40])
+def test_each_step_sees_the_whole_unions_spans_with_one_step_a_window(path, monkeypatch):
+    d, _, _, _, starts, ends = _read(path)
+    whole = step_windows._by_block(_runtime(d)(None))  # what step_splits merged before windows
+    expected = [step_windows.within(whole, lo, hi) for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True)]
+    monkeypatch.setattr(step_windows, "WINDOW_SPANS", 1)
+    monkeypatch.setattr(step_windows, "CHUNK", 7)
+    got = list(step_windows.per_step(_runtime(d), starts, ends))
+    assert len(got) == len(expected) == len(d.steps)
+    for (s, e), (xs, xe) in zip(got, expected, strict=True):
+        assert s.tobytes() == xs.tobytes() and e.tobytes() == xe.tobytes()
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name[:40])
+def test_the_stretched_steps_are_the_same_a_few_gpu_events_at_a_time(path, monkeypatch):
+    d, g, calls, roles, starts, ends = _read(path)
+    monkeypatch.setattr(step_breakdown, "EVENTS_AT", 3)
+    _, few_starts, few_ends = step_breakdown._tb_steps(d, g, calls, roles.ends)
+    assert few_starts.tobytes() == starts.tobytes() and few_ends.tobytes() == ends.tobytes()
+
+
+def test_the_runtime_calls_union_is_built_a_window_at_a_time(monkeypatch):
+    d, g, calls, roles, starts, ends = _read(FIXTURES / "job2_rank0.json.gz")
+    calls_in_all = sum(len(b[0]) for key in d.runtime for b in d.runtime.blocks(key))
+    biggest = []
+
+    def union(starts_, ends_):
+        biggest.append(sum(map(len, starts_)))
+        return real_union(starts_, ends_)
+
+    real_union = step_windows.union
+    monkeypatch.setattr(step_windows, "union", union)
+    monkeypatch.setattr(step_windows, "WINDOW_SPANS", 1000)  # job2: 8,740 calls in 3 steps
+    assert len(list(step_windows.per_step(_runtime(d), starts, ends))) == 3
+    assert calls_in_all == 8740
+    # the largest union: about one step's calls, never all of them (before windows: 8,740)
+    assert max(biggest) < calls_in_all // 2
+
+
+def test_a_span_that_ends_before_it_starts_keeps_the_merge_order_it_always_had(monkeypatch):
+    # 15 -> 1 runs backward: in the whole union it is a piece (15, 14) of the second step; a window
+    # of that step alone would leave it out (it ends before the window starts)
+    s, e = [np.array([2.0, 13.0, 15.0])], [np.array([3.0, 14.0, 1.0])]
+
+    def blocks(chunk):
+        return iter(list(zip(s, e, strict=True)))
+
+    monkeypatch.setattr(step_windows, "WINDOW_SPANS", 1)
+    starts, ends = np.array([0.0, 12.0]), np.array([12.0, 30.0])
+    got = list(step_windows.per_step(blocks, starts, ends))
+    assert [(a.tolist(), b.tolist()) for a, b in got] == [([2.0], [3.0]), ([13.0, 15.0], [14.0, 14.0])]
+    assert [x.tolist() for x in step_windows.merged(blocks)] == [[2.0, 13.0, 15.0], [3.0, 14.0, 14.0]]
