@@ -13,8 +13,10 @@ from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
 from bridge_plugins.analysis.analyzers.per_step import per_step
 from bridge_plugins.analysis.analyzers.step_breakdown import gpu_role_spans
 from bridge_plugins.analysis.analyzers.step_stats import step_stats
+from bridge_plugins.analysis.heap import big_arrays_given_back
 from bridge_plugins.analysis.parallel import trace_jobs
 from bridge_plugins.analysis.schema import TraceAsRead
+from bridge_plugins.analysis.trace.collect import Collected
 from bridge_plugins.analysis.trace.gpu_events import joined
 from bridge_plugins.analysis.trace.split import collect_trace
 from bridge_plugins.jobdir.scan import rank_from_name
@@ -34,6 +36,12 @@ def summarize_trace(path: Path) -> TraceAsRead:
     """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
     d = collect_trace(path, trace_jobs())
     d.spill_rest()
+    with big_arrays_given_back():
+        return _analyzed(d, path)
+
+
+def _analyzed(d: Collected, path: Path) -> TraceAsRead:
+    """The trace's entry from what its one pass collected."""
     rank, source, world = _rank(d.header, path)
     types = gpu_breakdown.kernel_types(d)
     keep = gpu_breakdown.kept_gpu_events(d)

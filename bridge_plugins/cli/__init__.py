@@ -14,6 +14,7 @@ import importlib
 import sys
 
 import bridge_plugins
+from bridge_plugins.analysis import heap
 from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.analysis.parallel import ClusterUnavailable, Workers, usable_cpus
 from bridge_plugins.cli.ctrl_c import caused_by_ctrl_c
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    heap.own_this_process()  # this process is ours: the analyses may tune its allocator (analysis/heap.py)
     try:
         args = build_parser().parse_args(argv)
         return int(args.run(args) or 0)

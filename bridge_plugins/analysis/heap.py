@@ -1,0 +1,50 @@
+"""glibc's mmap threshold while a trace's analyses run, in a process the analysis owns.
+
+The analyses build and free arrays of tens of MB. From glibc's heap, freed ones leave holes that
+still count as resident: a 3 GB trace peaked 40-55 MB higher (docs/scale.md, "Peak RSS of one big
+trace"). With a 1 MiB mmap threshold each big array gets pages of its own, given back when freed;
+afterwards the threshold is 32 MiB, glibc's largest dynamic one, where reading a big trace leaves it.
+``mallopt`` is process-wide and turns glibc's own tuning off for good, so it is used only where the
+process is ours (:func:`own_this_process`: the ``bridge-plugins`` command, and the worker processes
+it forks); a user's Python session that calls ``summarize`` keeps its allocator as it was.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+ANALYSIS_MMAP_BYTES = 1 << 20
+"""While a trace's analyses run, arrays from 1 MiB up get pages of their own."""
+AFTER_MMAP_BYTES = 32 << 20
+"""Afterwards: glibc's largest dynamic threshold."""
+_owned = False
+
+
+def own_this_process() -> None:
+    """This process is the analysis's own (the command line's): its allocator may be tuned."""
+    global _owned
+    _owned = True
+
+
+@contextmanager
+def big_arrays_given_back() -> Iterator[None]:
+    """The analyses' big arrays in pages of their own, in a process we own with glibc's ``mallopt``;
+    elsewhere nothing changes."""
+    mallopt = getattr(_libc(), "mallopt", None) if _owned else None
+    if mallopt is None or mallopt(M_MMAP_THRESHOLD, ANALYSIS_MMAP_BYTES) != 1:
+        yield
+        return
+    try:
+        yield
+    finally:
+        mallopt(M_MMAP_THRESHOLD, AFTER_MMAP_BYTES)
+
+
+def _libc() -> object:
+    try:
+        return ctypes.CDLL(None)
+    except OSError:
+        return None

@@ -1,0 +1,63 @@
+"""glibc's mmap threshold is 1 MiB while a trace's analyses run, 32 MiB after, only in a process the
+analysis owns (the command line's); a user's process that calls ``summarize`` is left as it was."""
+
+from __future__ import annotations
+
+import pytest
+
+from bridge_plugins.analysis import chrome, heap
+from bridge_plugins.cli import main
+from tests.analysis.gpu_traces import FIXTURES
+
+TRACE = FIXTURES / "job2_rank0.json.gz"
+
+
+class Libc:
+    """A stand-in for glibc: records each ``mallopt`` call (the real one would change this test process)."""
+
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+
+    def mallopt(self, what: int, value: int) -> int:
+        self.calls.append((what, value))
+        return 1
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    seen: list = []
+    real = chrome._analyzed
+
+    def analyzed(d, path):
+        seen.append("analyzed")
+        return real(d, path)
+
+    monkeypatch.setattr(heap, "_libc", lambda: Libc(seen))
+    monkeypatch.setattr(heap, "_owned", False)
+    monkeypatch.setattr(chrome, "_analyzed", analyzed)
+    return seen
+
+
+def test_a_process_the_analysis_does_not_own_keeps_its_allocator(calls):
+    chrome.summarize_trace(TRACE)
+    assert calls == ["analyzed"]
+
+
+def test_in_its_own_process_the_analyses_run_with_a_1_mib_threshold_and_leave_32_mib(calls):
+    heap.own_this_process()
+    chrome.summarize_trace(TRACE)
+    assert calls == [(-3, 1 << 20), "analyzed", (-3, 32 << 20)]
+
+
+def test_the_command_line_owns_its_process(calls, capsys):
+    assert main(["summary", "--json", "--jobs", "1", str(TRACE)]) == 0
+    assert calls == [(-3, 1 << 20), "analyzed", (-3, 32 << 20)]
+    assert '"schema_version": 2' in capsys.readouterr().out
+
+
+def test_without_mallopt_the_trace_reads_the_same(monkeypatch):
+    monkeypatch.setattr(heap, "_owned", True)
+    monkeypatch.setattr(heap, "_libc", lambda: None)
+    without = chrome.summarize_trace(TRACE)
+    monkeypatch.setattr(heap, "_owned", False)
+    assert without == chrome.summarize_trace(TRACE)
