@@ -23,7 +23,7 @@ from bridge_plugins.analysis.memory.snapshot import memory_entry
 from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.schema import Diagnosis, Problem, Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace.reader import TraceError
-from bridge_plugins.jobdir.scan import Inputs, NothingToRead, find_inputs
+from bridge_plugins.jobdir.scan import NothingToRead, find_inputs
 
 __all__ = [
     "summarize",
@@ -41,13 +41,13 @@ SCHEMA = "bridge-plugins.summary/1"
 SCHEMA_VERSION = 2  # bumped when a field changes meaning or goes; new fields do not bump it
 
 
-def _memory(snapshots: list[Path], found: Inputs) -> MemoryEntry | None:
+def _memory(snapshots: list[Path], problems: list[Problem]) -> MemoryEntry | None:
     """The ``memory`` entry: the snapshots given and each one's figures (memory.snapshot.memory_entry);
-    a snapshot that cannot be read goes to ``found``'s problems."""
+    a snapshot that cannot be read goes to ``problems``."""
     if not snapshots:
         return None
     read = memory_entry(snapshots)
-    found.problems.extend(read.problems)
+    problems.extend(read.problems)
     return MemoryEntry(snapshots=[str(p) for p in snapshots], files=read.files)
 
 
@@ -67,9 +67,10 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
             found.problem(done.path, done.error.removeprefix(f"{done.path}: "))
     traces = numbered(read)
     traces.sort(key=lambda t: (t.rank, t.file))
-    memory = _memory(found.snapshots, found)
+    problems = [Problem(file=x["file"], error=x["error"]) for x in found.problems]  # the scan's and the traces'
+    memory = _memory(found.snapshots, problems)
     if not traces and (memory is None or memory.files == []):  # files: snapshots the memory module read
-        raise NothingToRead("; ".join(f"{x['file']}: {x['error']}" for x in found.problems))
+        raise NothingToRead("; ".join(f"{p.file}: {p.error}" for p in problems))
     summary = Summary(
         schema=SCHEMA,
         schema_version=SCHEMA_VERSION,
@@ -78,7 +79,7 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
         traces=traces,
         cross_rank=cross_rank(traces),
         memory=memory,
-        problems=[Problem(file=x["file"], error=x["error"]) for x in found.problems],
+        problems=problems,
     )
     summary.findings = rank_findings(summary)
     return with_top(summary, top)

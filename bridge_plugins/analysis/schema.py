@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from bridge_plugins.analysis.errors import Problem
 from bridge_plugins.analysis.figures import (
     GemmPrecision,
     GpuBreakdown,
@@ -124,14 +125,6 @@ class TraceSummary(TraceAsRead):
     no rank the lowest free number). The findings and every renderer read this type."""
 
     rank: int
-
-
-@dataclass(kw_only=True)
-class Problem:
-    """A file that could not be read, and why (one line)."""
-
-    file: str
-    error: str
 
 
 @dataclass(kw_only=True)

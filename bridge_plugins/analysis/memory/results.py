@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bridge_plugins.analysis.errors import Problem
+
 
 @dataclass(frozen=True, kw_only=True)
 class SiteBytes:
@@ -126,7 +128,7 @@ class MemoryRead:
     """What reading a job's snapshots gave: their figures, and a problem per file that is not a snapshot."""
 
     files: list[RankSnapshot]
-    problems: list[dict[str, str]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
+from bridge_plugins.analysis.errors import Problem
 from bridge_plugins.analysis.jsonable import jsonable
 from bridge_plugins.analysis.memory.budget import OverBudget, memory_budget
 from bridge_plugins.analysis.memory.loader import SnapshotFormatError, load_snapshot
@@ -194,7 +195,7 @@ def memory_entry(paths: Iterable[str | Path]) -> MemoryRead:
         try:
             figures = snapshot_figures(path)
         except SnapshotFormatError as e:
-            problems.append({"file": str(path), "error": str(e).removeprefix(f"{path}: ")})
+            problems.append(Problem(file=str(path), error=str(e).removeprefix(f"{path}: ")))
             continue
         name = artifact_names.parse(path)
         rank = name.rank if name is not None else None
