@@ -47,13 +47,24 @@ def _stream(stream: int, ts: np.ndarray, end: np.ndarray, launch_ts: np.ndarray,
     busy, comp = float(length.sum()), float(length[computation].sum())
     del length
     prev_end = end[:-1]
-    gap = ts[1:] - prev_end
     host = launch_ts[1:] > prev_end  # NaN (no launch found) compares False, as in HTA
+    del launch_ts
+    gap = np.subtract(ts[1:], prev_end, out=ts[1:])  # in place: ts, end and launch_ts are this call's own
+    del prev_end, end
     kernel = ~host & (gap < KERNEL_WAIT_US)
     parts = [float(gap[host].sum()), float(gap[kernel].sum()), float(gap[~host & ~kernel].sum())]
     total = sum(parts)
     pct = [100.0 * p / total if total else None for p in parts]
     return StreamIdle(stream, busy, comp, total, *parts, *pct)
+
+
+def _launch_times(g: GpuEvents, calls: CpuCalls, m: np.ndarray) -> np.ndarray:
+    """When the CPU call that launched each event of ``m`` started (NaN: no launch call found)."""
+    launch = g.launch[m]
+    launch_ts = np.full(len(launch), np.nan)
+    has = launch >= 0
+    launch_ts[has] = calls.ts[launch[has]]
+    return launch_ts
 
 
 def idle_breakdown(g: GpuEvents, calls: CpuCalls) -> IdleBreakdown:
@@ -64,12 +75,7 @@ def idle_breakdown(g: GpuEvents, calls: CpuCalls) -> IdleBreakdown:
     computation = g.of_kind(COMPUTATION)
     for code in np.unique(g.stream[real]).tolist():
         m = real & (g.stream == code)  # g is sorted by start already
-        launch = g.launch[m]
-        launch_ts = np.full(len(launch), np.nan)  # NaN: no launch call found
-        has = launch >= 0
-        launch_ts[has] = calls.ts[launch[has]]
-        del launch, has
-        out.append(_stream(int(g.streams[code]), *g.spans(m), launch_ts, computation[m]))
+        out.append(_stream(int(g.streams[code]), *g.spans(m), _launch_times(g, calls, m), computation[m]))
     note = (
         None if (g.launch[real] >= 0).any() else "no CPU launch calls matched: every gap counts as kernel or other wait"
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bridge_plugins.analysis.trace.gpu_events import GpuEvents, union
+from bridge_plugins.analysis.trace.gpu_events import KERNEL_TYPES, GpuEvents, kind_union
 from bridge_plugins.analysis.trace.kernel_types import COMMUNICATION, COMPUTATION, MEMORY
 
 OVERLAP_BITS = (COMPUTATION, COMMUNICATION, MEMORY)  # bit 1, 2, 4, as HTA orders them
@@ -50,25 +50,73 @@ def _label(bits: int) -> str:
     return " overlapping ".join(k for i, k in enumerate(OVERLAP_BITS) if bits & (1 << i))
 
 
-def by_type(g: GpuEvents) -> list[TypeTime]:
+def by_type(g: GpuEvents, window: int = _CHUNK) -> list[TypeTime]:
+    """Time per set of kinds running. With every kind's union forward (no backward or NaN interval),
+    the bounds are swept a time window at a time (about ``window`` starts of each kind): the same
+    sequence as one sort of all (issue 32: those took 90 MB more on a 3 GB trace)."""
+    unions = [kind_union(g, KERNEL_TYPES.index(kind)) for kind in OVERLAP_BITS]
+    if not all(bool(np.all(e >= s)) for s, e in unions):
+        return _rows(_sweep(_bounds(unions, -np.inf, np.inf), _Sweep()))
+    cuts = np.unique(np.concatenate([np.zeros(0), *(s[window::window] for s, _ in unions)]))
+    edges = [-np.inf, *cuts.tolist(), np.inf]
+    sweep = _Sweep()
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        _sweep(_bounds(unions, lo, hi), sweep)
+    return _rows(sweep)
+
+
+class _Sweep:
+    """What the sweep carries from one window to the next: time per set of kinds (bits), and the
+    last bound so far (its time, and the bits running after it)."""
+
+    def __init__(self) -> None:
+        self.times = np.zeros(8)
+        self.last: tuple[float, int] | None = None
+
+
+def _bounds(unions: list[tuple[np.ndarray, np.ndarray]], lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The bounds in [lo, hi) of every kind (a start adds its kind's bit, an end takes it off), in
+    the order of one sort of all: by time, ends before starts (the kinds' intervals are disjoint)."""
     bounds, deltas = [], []
-    for i, kind in enumerate(OVERLAP_BITS):
-        s, e = union(*g.spans(g.of_kind(kind)))
-        bounds += [s, e]
-        deltas += [np.full(len(s), 1 << i, dtype=np.int8), np.full(len(e), -(1 << i), dtype=np.int8)]
-    t = np.concatenate(bounds) if bounds else np.zeros(0)
-    if len(t) == 0:
-        return []
+    for i, (s, e) in enumerate(unions):
+        for x, d in ((s, 1 << i), (e, -(1 << i))):
+            part = x[
+                0 if lo == -np.inf else int(np.searchsorted(x, lo)) : len(x)
+                if hi == np.inf
+                else int(np.searchsorted(x, hi))
+            ]
+            bounds.append(part)
+            deltas.append(np.full(len(part), d, dtype=np.int8))
+    t = np.concatenate(bounds)
     delta = np.concatenate(deltas)  # int8: a bit per kind (cumsum adds them as int64)
-    del bounds, deltas  # one copy of the bounds at a time: a 1 GB trace has ~10^6 of them
+    del bounds, deltas
     order = np.lexsort((delta, t))
-    times = np.zeros(8)  # time per set of kinds running (bits): np.bincount's sums, a chunk at a time
-    level = 0  # the bits running before the chunk
-    for lo in range(0, len(order) - 1, _CHUNK):
-        hi = min(lo + _CHUNK, len(order) - 1)
-        levels = np.cumsum(delta[order[lo:hi]]) + level  # from bound i to bound i + 1
-        np.add.at(times, levels, np.diff(t[order[lo : hi + 1]]))  # in order, as bincount adds
+    return t[order], delta[order]
+
+
+def _sweep(bounds: tuple[np.ndarray, np.ndarray], sweep: _Sweep) -> _Sweep:
+    """Adds the time from each bound to the next, in order, to the bits running then (np.add.at, in
+    order, as bincount adds), the carried last bound first."""
+    t, delta = bounds
+    if not len(t):
+        return sweep
+    if sweep.last is not None:
+        t = np.concatenate(([sweep.last[0]], t))
+        delta = np.concatenate(([0], delta)).astype(np.int8)
+    level = sweep.last[1] if sweep.last is not None else 0
+    for lo in range(0, len(t) - 1, _CHUNK):
+        hi = min(lo + _CHUNK, len(t) - 1)
+        levels = np.cumsum(delta[lo:hi]) + level  # from bound i to bound i + 1
+        np.add.at(sweep.times, levels, np.diff(t[lo : hi + 1]))
         level = int(levels[-1])
+    sweep.last = (float(t[-1]), level + int(delta[-1]))  # the bits after the last bound
+    return sweep
+
+
+def _rows(sweep: _Sweep) -> list[TypeTime]:
+    times = sweep.times
+    if sweep.last is None:
+        return []
     total = float(times[1:].sum())
     rows = [TypeTime(_label(b), float(times[b]), 100.0 * float(times[b]) / total) for b in range(1, 8) if times[b] > 0]
     return sorted(rows, key=lambda r: -r.us)

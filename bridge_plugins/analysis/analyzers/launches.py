@@ -53,18 +53,31 @@ def launched(g: GpuEvents, calls: CpuCalls, names: list[str]) -> np.ndarray:
 
 
 def launch_stats(g: GpuEvents, calls: CpuCalls, names: list[str]) -> LaunchStats:
+    """The launches' figures, each column freed once used: a few columns as long as the GPU events
+    at once took 80 MB more on a 3 GB trace (issue 32); the same values, in place."""
     m = launched(g, calls, names)
     li = g.launch[m]
-    cpu_dur, gpu_dur = calls.dur[li], g.dur[m]
-    delay = np.maximum(g.ts[m] - calls.ts[li] - cpu_dur, 0.0)
+    cpu_dur = calls.dur[li]
+    delay = g.ts[m]
+    delay -= calls.ts[li]
+    del li
+    delay -= cpu_dur  # g.ts - calls.ts - cpu_dur
+    np.maximum(delay, 0.0, out=delay)
+    delay_us, delayed = describe(delay), int((delay > LAUNCH_DELAY_CUTOFF_US).sum())
+    del delay
+    gpu_dur = g.dur[m]
+    shorter = int((gpu_dur < cpu_dur).sum())
+    gpu_us = describe(gpu_dur)
+    overhead = np.subtract(cpu_dur, gpu_dur, out=gpu_dur)
+    np.maximum(overhead, 0.0, out=overhead)
     return LaunchStats(
         launches=int(m.sum()),
         cpu_duration_us=describe(cpu_dur),
-        gpu_duration_us=describe(gpu_dur),
-        launch_delay_us=describe(delay),
-        shorter_on_gpu=int((gpu_dur < cpu_dur).sum()),
-        launch_overhead_us=float(np.maximum(cpu_dur - gpu_dur, 0.0).sum()),
+        gpu_duration_us=gpu_us,
+        launch_delay_us=delay_us,
+        shorter_on_gpu=shorter,
+        launch_overhead_us=float(overhead.sum()),
         slow_launch_calls=int((cpu_dur > RUNTIME_CUTOFF_US).sum()),
-        delayed_launches=int((delay > LAUNCH_DELAY_CUTOFF_US).sum()),
+        delayed_launches=delayed,
         note=None if m.any() else "no GPU event matched a CPU launch call (trace without cuda_runtime events?)",
     )

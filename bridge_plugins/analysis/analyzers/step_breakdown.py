@@ -150,9 +150,53 @@ def gpu_role_spans(d: Collected) -> GpuRoles:
         return GpuRoles([_union([], [])] * 3, np.zeros(0))
     ts, dur = np.frombuffer(d.gpu_ts, np.float64), np.frombuffer(d.gpu_dur, np.float64)
     cat = np.frombuffer(d.gpu_cat, np.int8)
-    masks = [cat == c for c in (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET)]
-    device = masks[0] | masks[1] | masks[2]
-    return GpuRoles([_union([ts[m]], [ts[m] + dur[m]]) for m in masks], np.sort(ts[device] + dur[device]))
+    unions = [role_union(ts, dur, _where(cat, (c,))) for c in (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET)]
+    device = _where(cat, (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET))
+    ends = np.empty(len(device))
+    for a in range(0, len(device), EVENTS_AT):
+        i = device[a : a + EVENTS_AT]
+        ends[a : a + EVENTS_AT] = ts[i] + dur[i]
+    del device
+    ends.sort()  # in place: np.sort's algorithm without its copy
+    return GpuRoles(unions, ends)
+
+
+def _where(cat: np.ndarray, codes: tuple[int, ...]) -> np.ndarray:
+    """The positions of the events of those categories (int32 where it fits), ``EVENTS_AT`` at a time."""
+    dtype = np.int32 if len(cat) < 2**31 else np.int64
+    parts = [
+        np.flatnonzero(np.isin(cat[a : a + EVENTS_AT], codes)).astype(dtype) + a for a in range(0, len(cat), EVENTS_AT)
+    ]
+    return np.concatenate([np.zeros(0, dtype), *parts])
+
+
+def role_union(ts: np.ndarray, dur: np.ndarray, at: np.ndarray, events_at: int = EVENTS_AT) -> Spans:
+    """``step_windows.union([ts[at]], [ts[at] + dur[at]])`` to the bit, without its copies of every
+    column (issue 32: 90 MB more on a 3 GB trace): the starts sorted once, the ends taken and their
+    running maximum carried ``events_at`` at a time."""
+    if not len(at):
+        return _union([], [])
+    s = ts[at]
+    order = np.argsort(s, kind="stable")
+    s = s[order]
+    at = at[order]
+    del order
+    e = np.empty(len(at))
+    carry = -np.inf
+    for a in range(0, len(at), events_at):
+        i = at[a : a + events_at]
+        part = e[a : a + len(i)]
+        np.maximum.accumulate(ts[i] + dur[i], out=part)
+        np.maximum(part, carry, out=part)  # the running maximum of every earlier end too
+        carry = part[-1]
+    del at
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    np.greater(s[1:], e[:-1], out=new[1:])
+    s = s[new]
+    new[:-1] = new[1:]
+    new[-1] = True  # now: the last of each run
+    return s, e[new]
 
 
 def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> dict[int, StepSplit]:

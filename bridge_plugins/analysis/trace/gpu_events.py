@@ -39,6 +39,10 @@ KERNEL_TYPES = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)
 """The kernel types (kernel_types.kernel_type), in the order of the one-byte codes of ``GpuEvents.kind``."""
 
 
+EVENTS_AT = 1 << 16
+"""GPU events taken at a time where each needs a few columns of its own (issue 32)."""
+
+
 def _index_type(n: int) -> type[np.signedinteger]:
     return np.int32 if n < 2**31 else np.int64
 
@@ -108,9 +112,8 @@ def joined(d: Collected, keep: np.ndarray, types: list[str]) -> tuple[GpuEvents,
         [KERNEL_TYPES.index(t) for t in types] + [0], dtype=np.int8
     )  # one more: an empty list indexes
     cat = _take(cols, "gpu_cat", np.int8, index)
-    streams, stream = np.unique(_take(cols, "gpu_stream", np.int64, index), return_inverse=True)
-    stream = stream.astype(np.int8 if len(streams) < 2**7 else np.int16 if len(streams) < 2**15 else np.int32)
-    launch, calls = _launches(d, _take(cols, "gpu_corr", np.int64, index))
+    streams, stream = stream_codes(cols.pop("gpu_stream"), index)
+    launch, calls = _launches(d, cols.pop("gpu_corr"), index)
     g = GpuEvents(index, ts, dur, name, stream, streams, cat, code_of_name[name], launch)
     return g, calls
 
@@ -121,23 +124,38 @@ def _take(cols: dict[str, array], field: str, dtype: DTypeLike, index: np.ndarra
     return np.frombuffer(column, dtype=dtype)[index] if len(column) else np.zeros(0, dtype=dtype)
 
 
-def _launches(d: Collected, corr: np.ndarray) -> tuple[np.ndarray, CpuCalls]:
-    """For each GPU event's correlation, the index of the first CPU call with it (-1: none) among
-    the calls so found, and those calls: two passes over the calls a block at a time, never all of
-    them whole (the first block that has a correlation holds its first call)."""
-    first = np.full(len(corr), -1, dtype=np.int64)  # index among every call
-    at = 0
-    for (keys,) in d.cpu_call_blocks((0,)):
-        todo = np.flatnonzero(first < 0)
-        if len(todo) == 0:
-            break
-        found = match(keys, corr[todo])
-        hit = found >= 0
-        first[todo[hit]] = at + found[hit]
-        at += len(keys)
-    del corr
-    used = sorted_distinct(first[first >= 0])
-    launch = np.where(first >= 0, np.searchsorted(used, first), -1).astype(_index_type(len(used)))
+def stream_codes(column: array, index: np.ndarray, events_at: int = EVENTS_AT) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct stream numbers of the kept events (sorted) and each one's code into them, as
+    ``np.unique(..., return_inverse=True)`` gives them, ``events_at`` events at a time: never the
+    numbers of every event as int64 at once, nor the sort of them (64 MB on a 3 GB trace)."""
+    values = np.frombuffer(column, dtype=np.int64) if len(column) else np.zeros(0, dtype=np.int64)
+    blocks = range(0, len(index), events_at)
+    streams = sorted_distinct(
+        np.concatenate([np.zeros(0, np.int64), *(sorted_distinct(values[index[a : a + events_at]]) for a in blocks)])
+    )
+    codes = np.empty(
+        len(index), dtype=np.int8 if len(streams) < 2**7 else np.int16 if len(streams) < 2**15 else np.int32
+    )
+    for a in blocks:
+        codes[a : a + events_at] = np.searchsorted(streams, values[index[a : a + events_at]])
+    return streams, codes
+
+
+def _launches(d: Collected, corr: array, index: np.ndarray) -> tuple[np.ndarray, CpuCalls]:
+    """For each kept GPU event's correlation (``corr``, the collector's column, in ``index`` order),
+    the index of the first CPU call with it (-1: none) among the calls so found, and those calls:
+    two passes over the calls a block at a time, never all of them whole (the first block that has a
+    correlation holds its first call), and the events ``EVENTS_AT`` at a time (issue 32)."""
+    first = _first_calls(d, np.frombuffer(corr, dtype=np.int64) if len(corr) else np.zeros(0, np.int64), index)
+    del corr  # the collector's column: not held while the calls are read
+    used = first[first >= 0]
+    used.sort()
+    used = used[np.concatenate(([True], used[1:] != used[:-1]))] if len(used) else used  # sorted_distinct
+    launch = np.full(len(first), -1, dtype=_index_type(len(used)))
+    for a in range(0, len(first), EVENTS_AT):
+        part, out_part = first[a : a + EVENTS_AT], launch[a : a + EVENTS_AT]
+        has = part >= 0
+        out_part[has] = np.searchsorted(used, part[has])
     del first
     out = [np.empty(len(used), dtype) for dtype in (np.float64, np.float64, np.int32, np.int32)]
     at = 0
@@ -157,6 +175,36 @@ def sorted_distinct(values: np.ndarray) -> np.ndarray:
     thousand distinct integers (29 ms against 0.9 ms), 1.5 % of a 200 MB trace's ``summary``."""
     s = np.sort(values)
     return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
+
+
+def _first_calls(d: Collected, corr: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Per event (``index`` into ``corr``), the index among every CPU call of the first with its
+    correlation, -1 if none."""
+    first = np.full(len(index), -1, dtype=_index_type(d.cpu_call_count()))
+    left, at = len(index), 0
+    for (keys,) in d.cpu_call_blocks((0,)):
+        if left == 0:
+            break
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        for a in range(0, len(index), EVENTS_AT):
+            part = first[a : a + EVENTS_AT]
+            todo = np.flatnonzero(part < 0)
+            if len(todo):
+                found = _lookup(sorted_keys, order, corr[index[a + todo]])
+                hit = found >= 0
+                part[todo[hit]] = at + found[hit]
+                left -= int(hit.sum())
+        at += len(keys)
+    return first
+
+
+def _lookup(sorted_keys: np.ndarray, order: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """:func:`match` with the keys sorted already (``order``: a stable argsort of them)."""
+    if len(sorted_keys) == 0 or len(queries) == 0:
+        return np.full(len(queries), -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(sorted_keys, queries), len(sorted_keys) - 1)
+    return np.where(sorted_keys[pos] == queries, order[pos], -1)
 
 
 def match(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -183,6 +231,29 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     new = np.ones(len(s), dtype=bool)
     new[1:] = s[1:] > np.maximum.accumulate(e)[:-1]
     return s[new], np.maximum.reduceat(e, np.flatnonzero(new))
+
+
+def kind_union(g: GpuEvents, code: int, events_at: int = EVENTS_AT) -> tuple[np.ndarray, np.ndarray]:
+    """``union(*g.spans(g.kind == code))``, ``events_at`` events at a time: the events are sorted by
+    start, so each block's union, with the last interval so far put first, merges as one pass would
+    (a later interval can only reach the last one); only that one is carried on."""
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    carry = (np.zeros(0), np.zeros(0))
+    for a in range(0, len(g.ts), events_at):
+        mask = g.kind[a : a + events_at] == code
+        s = g.ts[a : a + events_at][mask]
+        e = g.dur[a : a + events_at][mask]
+        e += s  # dur + ts, as GpuEvents.spans
+        s, e = union(np.concatenate([carry[0], s]), np.concatenate([carry[1], e]))
+        starts.append(s[:-1])
+        ends.append(e[:-1])
+        carry = (s[-1:], e[-1:])
+    starts.append(carry[0])
+    ends.append(carry[1])
+    whole_starts = np.concatenate(starts)
+    del starts
+    return whole_starts, np.concatenate(ends)
 
 
 def length(starts: np.ndarray, ends: np.ndarray) -> float:
