@@ -1,12 +1,10 @@
 """glibc's mmap threshold while a trace's analyses run, in a process the analysis owns.
 
-The analyses build and free arrays of tens of MB. From glibc's heap, freed ones leave holes that
-still count as resident: a 3 GB trace peaked 40-55 MB higher (docs/scale.md, "Peak RSS of one big
-trace"). With a 1 MiB mmap threshold each big array gets pages of its own, given back when freed;
-afterwards the threshold is 32 MiB, glibc's largest dynamic one, where reading a big trace leaves it.
-``mallopt`` is process-wide and turns glibc's own tuning off for good, so it is used only where the
-process is ours (:func:`own_this_process`: the ``bridge-plugins`` command, and the worker processes
-it forks); a user's Python session that calls ``summarize`` keeps its allocator as it was.
+Freed arrays of tens of MB leave holes in glibc's heap that still count as resident (a 3 GB trace
+peaked 40-55 MB higher: docs/scale.md); with a 1 MiB mmap threshold each gets pages of its own,
+given back when freed (32 MiB after, glibc's largest dynamic one). ``mallopt`` is process-wide and
+ends glibc's own tuning, so it is used only where the process is ours (:func:`own_this_process`: the
+``bridge-plugins`` command and the workers it forks), never in a user's session.
 """
 
 from __future__ import annotations
