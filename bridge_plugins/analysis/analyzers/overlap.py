@@ -2,11 +2,9 @@
 
 ``overlap_pct`` = time when both a communication and a computation kernel run (each kind's
 intervals merged across streams first), as a share of all time a communication kernel runs.
-A rank with no communication kernels has no overlap figure, and says so.
-
-Memory (issue 32): each kind's union is built a block of events at a time (``kind_union``), and the intersection
-a few communication intervals at a time (``PIECES_AT``), never a sort of every boundary at once
-(four arrays as long as both unions took 120 MB on a 3 GB trace); the figures are the same to the bit.
+A rank with no communication kernels has no overlap figure, and says so. Each kind's union is built
+a block of events at a time (``kind_union``), the intersection a few communication intervals at a
+time (``PIECES_AT``): all at once took 120 MB on a 3 GB trace (docs/scale.md); the same to the bit.
 """
 
 from __future__ import annotations
