@@ -4,8 +4,8 @@
 ``__all__`` is the front door, resolved on first use (no reader is imported until one is asked
 for). No name there is a submodule's (``summarize`` and ``diagnose`` are ``pipeline``'s); where a
 function's own name says too little at this level it is named for what it makes (``build_report``
-is ``page.build``, ``snapshot_figures`` is ``memory.snapshot.figures_of``): docs/architecture.md. The floors
-below it (readers, analyzers, findings, renderers) are in docs/architecture.md and pyproject.toml.
+is ``page.build``). The floors below it (readers, analyzers, findings, renderers) are in
+docs/architecture.md and pyproject.toml.
 """
 
 from __future__ import annotations
