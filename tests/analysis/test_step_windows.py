@@ -82,3 +82,12 @@ def test_a_span_that_ends_before_it_starts_keeps_the_merge_order_it_always_had(m
     got = list(step_windows.per_step(blocks, starts, ends))
     assert [(a.tolist(), b.tolist()) for a, b in got] == [([2.0], [3.0]), ([13.0, 15.0], [14.0, 14.0])]
     assert [x.tolist() for x in step_windows.merged(blocks)] == [[2.0, 13.0, 15.0], [3.0, 14.0, 14.0]]
+
+
+def test_a_span_from_before_a_window_reaching_just_into_it_is_seen_by_that_windows_step(monkeypatch):
+    """Step 1's window starts at 10; the span [9, 10.5] began in step 0's window and still counts there."""
+    monkeypatch.setattr(step_windows, "WINDOW_SPANS", 1)
+    s, e = np.array([0.0, 9.0, 20.0]), np.array([5.0, 10.5, 25.0])
+    starts, ends = np.array([0.0, 10.0, 20.0]), np.array([10.0, 20.0, 30.0])
+    seen = [(list(a), list(b)) for a, b in step_windows.per_step(lambda chunk: iter([(s, e)]), starts, ends)]
+    assert seen == [([0.0, 9.0], [5.0, 10.0]), ([10.0], [10.5]), ([20.0], [25.0])]
