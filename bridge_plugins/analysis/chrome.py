@@ -46,7 +46,7 @@ def _analyzed(d: Collected, path: Path) -> TraceAsRead:
     types = gpu_breakdown.kernel_types(d)
     keep = gpu_breakdown.kept_gpu_events(d)
     kernels = op_tables.gpu_kernels(d, keep, types)  # from the collector's columns, in their order: the same sums
-    gpu_roles = gpu_role_spans(d)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
+    gpu_roles = gpu_role_spans(d, keep)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
     g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
     del keep
     steps = per_step(d, g, calls, gpu_roles)

@@ -59,7 +59,8 @@ def test_the_module_running_each_forward_op_on_a_real_trace(with_stack_trace):
     owner_of: dict[str, set[str]] = {}
     for key, ts, dur, ids in d.thread_ops():
         thread = np.full(len(ts), d.threads.index(key))
-        found = modules_at(d, thread, np.asarray(ts) + np.asarray(dur) / 2)  # each op's middle
+        middles = np.asarray(ts) + np.asarray(dur) / 2  # each op's middle
+        found = modules_at(d, thread, middles, np.arange(len(middles)))
         assert found is not None, "a trace recorded with_stack has module frames"
         for op, module in zip(np.asarray(ids).tolist(), found.tolist(), strict=True):
             if module >= 0:
@@ -79,7 +80,7 @@ def test_a_trace_without_stacks_has_no_module_answer(tmp_path):
     from tests.analysis.gpu_traces import J128
 
     d = _collected(Path(J128[0]))
-    assert modules_at(d, np.zeros(1, dtype=np.int64), np.zeros(1)) is None
+    assert modules_at(d, np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1, dtype=np.int64)) is None
 
 
 def _event(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args) -> dict:

@@ -20,9 +20,10 @@ def _read(path):
     """The collected trace and its steps as step_splits stretches them (a trace without steps: None)."""
     d = collect_trace(path, 1)
     d.spill_rest()
-    roles = step_breakdown.gpu_role_spans(d)
-    g, calls = joined(d, kept_gpu_events(d), kernel_types(d))
-    numbers, starts, ends = step_breakdown._tb_steps(d, g, calls, roles.ends)
+    keep = kept_gpu_events(d)
+    roles = step_breakdown.gpu_role_spans(d, keep)
+    g, calls = joined(d, keep, kernel_types(d))
+    numbers, starts, ends = step_breakdown._tb_steps(d, g, calls, roles)
     return d, g, calls, roles, starts, ends
 
 
@@ -47,7 +48,7 @@ def test_each_step_sees_the_whole_unions_spans_with_one_step_a_window(path, monk
 def test_the_stretched_steps_are_the_same_a_few_gpu_events_at_a_time(path, monkeypatch):
     d, g, calls, roles, starts, ends = _read(path)
     monkeypatch.setattr(step_breakdown, "EVENTS_AT", 3)
-    _, few_starts, few_ends = step_breakdown._tb_steps(d, g, calls, roles.ends)
+    _, few_starts, few_ends = step_breakdown._tb_steps(d, g, calls, roles)
     assert few_starts.tobytes() == starts.tobytes() and few_ends.tobytes() == ends.tobytes()
 
 

@@ -38,40 +38,44 @@ class Attribution:
 
 
 def _owners(names: list[str], ids: np.ndarray, dur: np.ndarray) -> list[Owner]:
-    ok = ids >= 0
-    if not ok.any():
+    """Per name id in ``ids`` (-1: none), its summed ``dur`` and count. The ids are shifted by one
+    rather than the owned ones picked out: each name's bin adds the same terms in the same order,
+    without copies of ``ids`` and ``dur`` (issue 32)."""
+    if not (ids >= 0).any():
         return []
-    owned = ids[ok]
-    total = np.bincount(owned, weights=dur[ok])
-    count = np.bincount(owned)
-    del owned
-    rows = [Owner(names[i], float(total[i]), int(count[i])) for i in np.flatnonzero(count).tolist()]
+    shifted = ids + 1
+    total = np.bincount(shifted, weights=dur)
+    count = np.bincount(shifted)
+    del shifted
+    rows = [Owner(names[i], float(total[i + 1]), int(count[i + 1])) for i in np.flatnonzero(count[1:]).tolist()]
     return sorted(rows, key=lambda r: (-r.gpu_us, r.name))
 
 
 def _per_thread(
     d: Collected,
     thread: np.ndarray,
-    t: np.ndarray,
+    ts: np.ndarray,
+    at: np.ndarray,
     events: Callable[[tuple], tuple[np.ndarray, np.ndarray, np.ndarray] | None],
     pick: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
     events_at: int | None = None,
 ) -> np.ndarray:
-    """For CPU moments (thread index, time): the name id of the event ``pick`` finds among the
-    thread's ``events`` (start, end, name id; None: the thread has none), or -1. One thread at a time,
-    and ``events_at`` moments at a time where ``pick`` answers each on its own (issue 32: every
-    moment's columns at once took 70 MB more on a 3 GB trace); None: all at once."""
-    owner = np.full(len(t), -1, dtype=np.int32)  # name ids
-    step = events_at or max(len(t), 1)
+    """For CPU moments (thread index ``thread[i]``, time ``ts[at[i]]``): the name id of the event
+    ``pick`` finds among the thread's ``events`` (start, end, name id; None: the thread has none), or
+    -1. One thread at a time, and ``events_at`` moments at a time where ``pick`` answers each on its
+    own; None: a thread's moments at once. The times are taken a block at a time, never all at once
+    (issue 32: every moment's columns at once took 70 MB more on a 3 GB trace)."""
+    owner = np.full(len(thread), -1, dtype=np.int32)  # name ids
+    step = events_at or max(len(thread), 1)
     for ti in np.unique(thread).tolist():
         found = events(d.threads[ti])
         if found is None:
             continue
         starts, ends, names = found
         del found
-        for a in range(0, len(t), step):
+        for a in range(0, len(thread), step):
             q = thread[a : a + step] == ti
-            idx = pick(starts, ends, t[a : a + step][q])
+            idx = pick(starts, ends, ts[at[a : a + step][q]])
             owner[a : a + step][q] = np.where(idx >= 0, names[np.maximum(idx, 0)] if len(names) else -1, -1)
     return owner
 
@@ -91,26 +95,30 @@ def _sorted_named(
     return events
 
 
-def modules_at(d: Collected, thread: np.ndarray, t: np.ndarray) -> np.ndarray | None:
-    """For CPU moments (thread index, time): the name id of the innermost ``nn.Module`` frame
-    running then, or -1; None when the trace has no module frames (recorded without with_stack)."""
+def modules_at(d: Collected, thread: np.ndarray, ts: np.ndarray, at: np.ndarray) -> np.ndarray | None:
+    """For CPU moments (thread index ``thread[i]``, time ``ts[at[i]]``): the name id of the innermost
+    ``nn.Module`` frame running then, or -1; None when the trace has no module frames (recorded
+    without with_stack)."""
     module_ids = np.array([i for i, n in enumerate(d.names) if n.startswith(MODULE_PREFIX)], dtype=np.int64)
     if not d.py or not len(module_ids):
         return None
-    return _per_thread(d, thread, t, _sorted_named(d.py, lambda names: np.isin(names, module_ids)), innermost)
+    return _per_thread(d, thread, ts, at, _sorted_named(d.py, lambda names: np.isin(names, module_ids)), innermost)
 
 
 def attribution(d: Collected, g: GpuEvents, calls: CpuCalls) -> Attribution:
     has = g.launch >= 0
     if not has.any():
         return Attribution([], [], 0.0, float(g.dur.sum()), "no GPU event matched a CPU launch call")
-    li = g.launch[has]
-    thread, t, dur = calls.thread[li], calls.ts[li], g.dur[has]
-    del li, has
+    li = g.launch[has]  # the moments: each launch call's thread and start
+    thread = calls.thread[li]
     top = lambda key: top_level(d.ops, key) if key in d.ops else None  # noqa: E731
-    op = _per_thread(d, thread, t, top, containing_top, EVENTS_AT)  # containing_top: a search per moment
-    mod = modules_at(d, thread, t)
+    op = _per_thread(d, thread, calls.ts, li, top, containing_top, EVENTS_AT)  # containing_top: a search per moment
+    mod = modules_at(d, thread, calls.ts, li)
+    del li, thread
+    dur = g.dur[has]
+    del has
     modules = _owners(d.names, mod, dur) if mod is not None else []
+    del mod
     attributed = float(dur[op >= 0].sum())
     note = None if d.py else "no Python frames in this trace (recorded without with_stack): no module attribution"
     return Attribution(_owners(d.names, op, dur), modules, attributed, float(g.dur.sum()) - attributed, note)

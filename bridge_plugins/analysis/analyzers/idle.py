@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bridge_plugins.analysis.trace.collect import GPU_OTHER
-from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
+from bridge_plugins.analysis.trace.gpu_events import EVENTS_AT, CpuCalls, GpuEvents
 from bridge_plugins.analysis.trace.kernel_types import COMPUTATION
 
 KERNEL_WAIT_US = 30.0  # HTA's consecutive_kernel_delay
@@ -42,15 +42,15 @@ class IdleBreakdown:
     note: str | None = None
 
 
-def _stream(stream: int, ts: np.ndarray, end: np.ndarray, launch_ts: np.ndarray, computation: np.ndarray) -> StreamIdle:
+def _stream(stream: int, g: GpuEvents, calls: CpuCalls, m: np.ndarray, computation: np.ndarray) -> StreamIdle:
+    """The figures of ``stream``, whose events are ``m`` (``computation``: which of those are)."""
+    ts, end = g.spans(m)
+    host = _host_waits(g, calls, m, end)
     length = end - ts
+    gap = np.subtract(ts[1:], end[:-1], out=ts[1:])  # in place: ts is this call's own
+    del end
     busy, comp = float(length.sum()), float(length[computation].sum())
     del length
-    prev_end = end[:-1]
-    host = launch_ts[1:] > prev_end  # NaN (no launch found) compares False, as in HTA
-    del launch_ts
-    gap = np.subtract(ts[1:], prev_end, out=ts[1:])  # in place: ts, end and launch_ts are this call's own
-    del prev_end, end
     kernel = ~host & (gap < KERNEL_WAIT_US)
     parts = [float(gap[host].sum()), float(gap[kernel].sum()), float(gap[~host & ~kernel].sum())]
     total = sum(parts)
@@ -58,13 +58,21 @@ def _stream(stream: int, ts: np.ndarray, end: np.ndarray, launch_ts: np.ndarray,
     return StreamIdle(stream, busy, comp, total, *parts, *pct)
 
 
-def _launch_times(g: GpuEvents, calls: CpuCalls, m: np.ndarray) -> np.ndarray:
-    """When the CPU call that launched each event of ``m`` started (NaN: no launch call found)."""
-    launch = g.launch[m]
-    launch_ts = np.full(len(launch), np.nan)
-    has = launch >= 0
-    launch_ts[has] = calls.ts[launch[has]]
-    return launch_ts
+def _host_waits(
+    g: GpuEvents, calls: CpuCalls, m: np.ndarray, end: np.ndarray, events_at: int = EVENTS_AT
+) -> np.ndarray:
+    """For each event of ``m`` but the first: whether the CPU call that launched it started after the
+    previous event's end (``end``; no launch call found: False, as NaN compares in HTA). The launch
+    times go ``events_at`` at a time, never all at once (issue 32)."""
+    launch = g.launch[m][1:]
+    host = np.empty(len(launch), dtype=bool)
+    for a in range(0, len(launch), events_at):
+        part = launch[a : a + events_at]
+        launch_ts = np.full(len(part), np.nan)
+        has = part >= 0
+        launch_ts[has] = calls.ts[part[has]]
+        np.greater(launch_ts, end[a : a + len(part)], out=host[a : a + len(part)])
+    return host
 
 
 def idle_breakdown(g: GpuEvents, calls: CpuCalls) -> IdleBreakdown:
@@ -75,7 +83,7 @@ def idle_breakdown(g: GpuEvents, calls: CpuCalls) -> IdleBreakdown:
     computation = g.of_kind(COMPUTATION)
     for code in np.unique(g.stream[real]).tolist():
         m = real & (g.stream == code)  # g is sorted by start already
-        out.append(_stream(int(g.streams[code]), *g.spans(m), _launch_times(g, calls, m), computation[m]))
+        out.append(_stream(int(g.streams[code]), g, calls, m, computation[m]))
     note = (
         None if (g.launch[real] >= 0).any() else "no CPU launch calls matched: every gap counts as kernel or other wait"
     )

@@ -18,7 +18,7 @@ from bridge_plugins.analysis.analyzers import step_windows
 from bridge_plugins.analysis.analyzers.step_windows import Spans, within
 from bridge_plugins.analysis.analyzers.step_windows import union as _union
 from bridge_plugins.analysis.figures import StepBreakdown, StepRow
-from bridge_plugins.analysis.trace.collect import GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, STEP_RE, Collected
+from bridge_plugins.analysis.trace.collect import GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER, STEP_RE, Collected
 from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 EVENTS_AT = 1 << 16
@@ -86,10 +86,9 @@ def _chunks(block: list[np.ndarray], ids: np.ndarray | None, chunk: int) -> Iter
 
 
 def _tb_steps(
-    d: Collected, g: GpuEvents, calls: CpuCalls, gpu_ends: np.ndarray
+    d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles
 ) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """The steps (numbers, starts, ends) as the plugin stretches them to their GPU work (``gpu_ends``:
-    every GPU event's end, sorted)."""
+    """The steps (numbers, starts, ends) as the plugin stretches them to their GPU work."""
     numbers = sorted(d.steps, key=lambda n: d.step_ts[n])
     starts = np.array([d.step_ts[n] for n in numbers], dtype=np.float64)
     ends = starts + np.array([d.steps[n] for n in numbers], dtype=np.float64)
@@ -101,8 +100,8 @@ def _tb_steps(
     dev_start, dev_end = device
     prev = starts[0]
     if np.isfinite(dev_start[0]):  # GPU work that ended before step 0's began (launched before it)
-        i = int(np.searchsorted(gpu_ends, dev_start[0])) - 1
-        prev = max(prev, float(gpu_ends[i])) if i >= 0 else prev
+        last = gpu_roles.last_end_before(g, dev_start[0])
+        prev = max(prev, last) if last is not None else prev
     new_starts, new_ends = starts.copy(), ends.copy()
     for i in range(len(numbers)):
         start = max(prev, starts[i])
@@ -141,17 +140,32 @@ class GpuRoles:
     launch is not in the trace too (HTA's filter, and so ``GpuEvents``, leaves them out)."""
 
     unions: list[Spans]  # of the kernels, the memcpys and the memsets
-    ends: np.ndarray  # every one's end, sorted
+    unkept_ends: np.ndarray  # the ends of those ``GpuEvents`` leaves out, sorted
+
+    def last_end_before(self, g: GpuEvents, t: float) -> float | None:
+        """The latest end before ``t`` of any kernel, memcpy or memset (None: none), from ``g`` (the
+        kept ones, ``EVENTS_AT`` at a time) and the others' ends: not every end held sorted for one
+        search (16 MB on a 3 GB trace, issue 32)."""
+        i = int(np.searchsorted(self.unkept_ends, t)) - 1
+        last = float(self.unkept_ends[i]) if i >= 0 else None
+        for a in range(0, len(g.ts), EVENTS_AT):
+            ends = g.dur[a : a + EVENTS_AT] + g.ts[a : a + EVENTS_AT]  # as GpuEvents.spans
+            ends = ends[(ends < t) & (g.cat[a : a + EVENTS_AT] != GPU_OTHER)]
+            if len(ends):
+                top = float(ends.max())
+                last = top if last is None or top > last else last
+        return last
 
 
-def gpu_role_spans(d: Collected) -> GpuRoles:
-    """:class:`GpuRoles` from the collector's columns, before ``gpu_events.joined`` takes them."""
+def gpu_role_spans(d: Collected, keep: np.ndarray) -> GpuRoles:
+    """:class:`GpuRoles` from the collector's columns, before ``gpu_events.joined`` takes them
+    (``keep``: the events it keeps, gpu_breakdown.kept_gpu_events)."""
     if not len(d.gpu_ts):
         return GpuRoles([_union([], [])] * 3, np.zeros(0))
     ts, dur = np.frombuffer(d.gpu_ts, np.float64), np.frombuffer(d.gpu_dur, np.float64)
     cat = np.frombuffer(d.gpu_cat, np.int8)
     unions = [role_union(ts, dur, _where(cat, (c,))) for c in (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET)]
-    device = _where(cat, (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET))
+    device = _where(cat, (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET), ~keep)
     ends = np.empty(len(device))
     for a in range(0, len(device), EVENTS_AT):
         i = device[a : a + EVENTS_AT]
@@ -161,11 +175,16 @@ def gpu_role_spans(d: Collected) -> GpuRoles:
     return GpuRoles(unions, ends)
 
 
-def _where(cat: np.ndarray, codes: tuple[int, ...]) -> np.ndarray:
-    """The positions of the events of those categories (int32 where it fits), ``EVENTS_AT`` at a time."""
+def _where(cat: np.ndarray, codes: tuple[int, ...], among: np.ndarray | None = None) -> np.ndarray:
+    """The positions of the events of those categories (int32 where it fits), ``EVENTS_AT`` at a
+    time; only those in the mask ``among`` where given."""
     dtype = np.int32 if len(cat) < 2**31 else np.int64
     parts = [
-        np.flatnonzero(np.isin(cat[a : a + EVENTS_AT], codes)).astype(dtype) + a for a in range(0, len(cat), EVENTS_AT)
+        np.flatnonzero(
+            np.isin(cat[a : a + EVENTS_AT], codes) & (True if among is None else among[a : a + EVENTS_AT])
+        ).astype(dtype)
+        + a
+        for a in range(0, len(cat), EVENTS_AT)
     ]
     return np.concatenate([np.zeros(0, dtype), *parts])
 
@@ -202,7 +221,7 @@ def role_union(ts: np.ndarray, dur: np.ndarray, at: np.ndarray, events_at: int =
 def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> dict[int, StepSplit]:
     """ProfilerStep number -> its breakdown and input wait (module docstring); ``gpu_roles`` from
     :func:`gpu_role_spans`."""
-    numbers, starts, ends = _tb_steps(d, g, calls, gpu_roles.ends)
+    numbers, starts, ends = _tb_steps(d, g, calls, gpu_roles)
     if not numbers:
         return {}
     tables = (d.ops, d.annotations)
