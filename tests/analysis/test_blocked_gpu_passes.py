@@ -19,6 +19,7 @@ from bridge_plugins.analysis.analyzers import (
     idle,
     kernel_breakdown,
     overlap,
+    per_step,
     queue,
     step_breakdown,
     step_detail,
@@ -297,3 +298,31 @@ def test_the_last_gpu_end_before_a_time_is_a_kernels_memcpys_or_memsets_not_a_sy
         monkeypatch.setattr(step_breakdown, "EVENTS_AT", n)
         assert roles.last_end_before(g, 4.0) == expected
         assert roles.last_end_before(g, 0.5) is None
+
+
+def _idle_shares_by_masks(d: Collected, g: GpuEvents, calls: CpuCalls) -> dict[int, float | None]:
+    """per_step.py before: a mask over every GPU event per step."""
+    launched = np.where(g.launch >= 0, calls.ts[np.maximum(g.launch, 0)], np.nan)
+    out: dict[int, float | None] = dict.fromkeys(sorted(d.steps))
+    for n in sorted(d.steps):
+        start = d.step_ts[n]
+        mine = (launched >= start) & (launched < start + d.steps[n])
+        if mine.any():
+            s, e = g.ts[mine], g.end[mine]
+            base = s.min()
+            window = float(e.max() - base)
+            if window > 0:
+                out[n] = 1.0 - gpu_breakdown._union_length(s - base, e - base) / window
+    return out
+
+
+@pytest.mark.parametrize("path", [*TRACES, SOME_UNKEPT], ids=lambda p: p.name)
+def test_each_steps_gpu_idle_share_from_a_search_is_the_mask_over_every_event(path):
+    d, g, calls, _ = _read(str(path))
+    fresh = collect_trace(path, 1)
+    rows = per_step.per_step(
+        fresh, g, calls, step_breakdown.gpu_role_spans(fresh, gpu_breakdown.kept_gpu_events(fresh))
+    )
+    expected = _idle_shares_by_masks(d, g, calls)
+    assert sum(v is not None for v in expected.values()) >= 2
+    assert {r.step: r.gpu_idle_share for r in rows} == expected

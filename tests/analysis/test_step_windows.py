@@ -4,11 +4,16 @@ built whole (on a 3 GB trace it was 190 MB of peak RSS)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from bridge_plugins.analysis.analyzers import step_breakdown, step_windows
+from bridge_plugins.analysis.analyzers import step_breakdown, step_split, step_windows
 from bridge_plugins.analysis.analyzers.gpu_breakdown import kept_gpu_events, kernel_types
+from bridge_plugins.analysis.trace.collect import STEP_RE
 from bridge_plugins.analysis.trace.gpu_events import joined
 from bridge_plugins.analysis.trace.split import collect_trace
 from tests.analysis.gpu_traces import FIXTURES
@@ -92,3 +97,89 @@ def test_a_span_from_before_a_window_reaching_just_into_it_is_seen_by_that_windo
     starts, ends = np.array([0.0, 10.0, 20.0]), np.array([10.0, 20.0, 30.0])
     seen = [(list(a), list(b)) for a, b in step_windows.per_step(lambda chunk: iter([(s, e)]), starts, ends)]
     assert seen == [([0.0, 9.0], [5.0, 10.0]), ([10.0], [10.5]), ([20.0], [25.0])]
+
+
+def _union_of(points: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted disjoint spans (a union) from sorted distinct points taken in pairs."""
+    p = np.unique(np.array(points, dtype=np.float64))
+    p = p[: len(p) // 2 * 2]
+    return p[0::2].copy(), p[1::2].copy()
+
+
+_NEAR_BOUNDS = [float(np.nextafter(4.5 * k, side)) for k in range(1, 20) for side in (-np.inf, np.inf)]
+"""Points a float away from a step's bound (bounds are multiples of 4.5): a midpoint there rounds onto
+the bound, where only the step's own spans may cover it."""
+_POINTS = st.lists(
+    st.integers(0, 90).map(lambda i: i * 1.125) | st.sampled_from([0.5, 7.25, 13.125, 33.3, *_NEAR_BOUNDS]), max_size=24
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_POINTS, min_size=len(step_breakdown.ROLES) + 1, max_size=len(step_breakdown.ROLES) + 1),
+    st.lists(st.integers(0, 12), min_size=1, max_size=6),
+)
+def test_steps_split_together_are_each_step_split_on_its_own(unions, gaps):
+    """``_split_steps`` over consecutive steps (touching or not) against ``_split_step`` per step on
+    ``within`` of the same unions: the same sums and waits, to the bit."""
+    bounds = np.cumsum([0.0, *gaps, 5.0]) * 4.5  # steps back to back where a gap is 0
+    lo, hi = bounds[:-1], bounds[1:]
+    spans = [_union_of(points) for points in unions]
+    roles, waits = spans[:-1], spans[-1]
+    expected = [
+        step_split.split_step(
+            float(a), float(b), [step_windows.within(u, a, b) for u in roles], step_windows.within(waits, a, b)
+        )
+        for a, b in zip(lo, hi, strict=True)
+    ]
+    sums, wait = step_split.split_steps(
+        lo, hi, [step_split.clipped(u, lo, hi) for u in roles], step_split.clipped(waits, lo, hi)
+    )
+    assert sums.tobytes() == np.array([s for s, _ in expected]).tobytes()
+    assert wait.tobytes() == np.array([w for _, w in expected]).tobytes()
+
+
+def _splits_step_by_step(d, g, calls, roles):
+    """step_splits' sums and waits as they were computed before, one step at a time."""
+    numbers, starts, ends = step_breakdown._tb_steps(d, g, calls, roles)
+    tables = (d.ops, d.annotations)
+    before = [*roles.unions, step_breakdown._cpu_spans(d, step_breakdown.COLLECTIVES, None, tables)]
+    not_exec = re.compile(f"{STEP_RE.pattern}|{step_breakdown.DATALOADER_RE.pattern}")
+    after = [
+        step_breakdown._cpu_spans(d, step_breakdown.DATALOADER_RE, None, tables),
+        step_breakdown._cpu_spans(d, None, not_exec, tables),
+    ]
+    inputs = step_breakdown._cpu_spans(
+        d,
+        re.compile(f"{step_breakdown.DATALOADER_RE.pattern}|{step_breakdown.DATA_ITERATOR_RE.pattern}"),
+        None,
+        (*tables, d.py),
+    )
+    out = {}
+    for i, in_runtime in enumerate(step_windows.per_step(_runtime(d), starts, ends)):
+        lo, hi = float(starts[i]), float(ends[i])
+        mine = [
+            *(step_windows.within(u, lo, hi) for u in before),
+            in_runtime,
+            *(step_windows.within(u, lo, hi) for u in after),
+        ]
+        sums, wait = step_split.split_step(lo, hi, mine, step_windows.within(inputs, lo, hi))
+        out[numbers[i]] = (sums.tolist(), wait)
+    return out
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name[:40])
+def test_steps_split_a_few_at_a_time_are_each_split_on_its_own(path, monkeypatch):
+    d, g, calls, roles, starts, ends = _read(path)
+    if not d.steps:
+        pytest.skip("no steps")
+    expected = _splits_step_by_step(d, g, calls, roles)
+    for at, finite in ((1, True), (3, True), (64, True), (3, False)):
+        monkeypatch.setattr(step_breakdown, "STEPS_AT", at)
+        if not finite:  # the per-step fallback for NaN or infinite times
+            monkeypatch.setattr(step_breakdown, "finite", lambda *a: False)
+        got = step_breakdown.step_splits(d, g, calls, roles)
+        for n, (sums, wait) in expected.items():
+            b = got[n].breakdown
+            parts = [getattr(b, f"{r}_us") for r in step_breakdown.ROLES] + [b.other_us]
+            assert np.array([*parts, got[n].input_wait_us]).tobytes() == np.array([*sums, wait]).tobytes(), (at, n)

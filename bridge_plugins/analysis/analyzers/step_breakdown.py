@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bridge_plugins.analysis.analyzers import step_windows
+from bridge_plugins.analysis.analyzers.step_split import ROLES, clipped, finite, split_step, split_steps, stacked
 from bridge_plugins.analysis.analyzers.step_windows import Spans, within
 from bridge_plugins.analysis.analyzers.step_windows import union as _union
 from bridge_plugins.analysis.figures import StepBreakdown, StepRow
@@ -23,8 +24,8 @@ from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 EVENTS_AT = 1 << 16
 """GPU events taken at a time where each needs a few columns of its own."""
-ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
-"""The plugin's priority order; what none of them covers is ``other``."""
+STEPS_AT = 64
+"""Steps split at once (:func:`_split_steps`): a few numpy calls for them all, not a few per step."""
 COLLECTIVES = frozenset(
     f"{lib}:{op}"
     for lib in ("nccl", "gloo")
@@ -43,12 +44,6 @@ class StepSplit:
     breakdown: StepBreakdown
     input_wait_us: float
     input_span: str | None  # the input span that waited longest in the step
-
-
-def _covers(spans: Spans, t: np.ndarray) -> np.ndarray:
-    s, e = spans
-    i = np.searchsorted(s, t, side="right") - 1
-    return (i >= 0) & (t < e[np.maximum(i, 0)]) if len(s) else np.zeros(len(t), dtype=bool)
 
 
 def _cpu_spans(d: Collected, keep: re.Pattern | frozenset | None, drop: re.Pattern | None, tables: tuple) -> Spans:
@@ -231,13 +226,19 @@ def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles
     inputs = _cpu_spans(d, re.compile(f"{DATALOADER_RE.pattern}|{DATA_ITERATOR_RE.pattern}"), None, (*tables, d.py))
     # the runtime calls' union (as many spans as calls) a window of steps at a time: step_windows
     runtime = step_windows.per_step(lambda chunk: _spans((d.runtime,), None, chunk), starts, ends)
-    width = len(ROLES) + 1
-    sums = np.zeros((len(numbers), width))
+    sums = np.zeros((len(numbers), len(ROLES) + 1))
     wait = np.zeros(len(numbers))
-    for i, in_runtime in enumerate(runtime):  # a step at a time: memory bounded by one step's spans
-        lo, hi = float(starts[i]), float(ends[i])
-        mine = [*(within(u, lo, hi) for u in before), in_runtime, *(within(u, lo, hi) for u in after)]
-        sums[i], wait[i] = _split_step(lo, hi, mine, within(inputs, lo, hi))
+    for a in range(0, len(numbers), STEPS_AT):  # memory bounded by a few steps' spans
+        lo, hi = starts[a : a + STEPS_AT], ends[a : a + STEPS_AT]
+        in_runtime = [next(runtime) for _ in range(len(lo))]
+        mine = [*(clipped(u, lo, hi) for u in before), stacked(in_runtime), *(clipped(u, lo, hi) for u in after)]
+        waits = clipped(inputs, lo, hi)
+        if finite(lo, hi, *mine, waits):
+            sums[a : a + len(lo)], wait[a : a + len(lo)] = split_steps(lo, hi, mine, waits)
+            continue
+        for k in range(len(lo)):  # NaN or infinite times: each step on its own, as they always were
+            of_k = [(s[kk == k], e[kk == k]) for s, e, kk in mine]
+            sums[a + k], wait[a + k] = split_step(float(lo[k]), float(hi[k]), of_k, within(inputs, lo[k], hi[k]))
     names = _longest_input(d, inputs, starts, ends) if wait.any() else [None] * len(numbers)
     out: dict[int, StepSplit] = {}
     for i, n in enumerate(numbers):
@@ -245,18 +246,6 @@ def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles
         b = StepBreakdown(step_us=float(ends[i] - starts[i]), other_us=float(sums[i, -1]), **parts)
         out[n] = StepSplit(breakdown=b, input_wait_us=float(wait[i]), input_span=names[i])
     return out
-
-
-def _split_step(lo: float, hi: float, mine: list[Spans], waits: Spans) -> tuple[np.ndarray, float]:
-    """One step's time per role (ROLES, then other) and its input wait: every instant of [lo, hi]
-    goes to the first role busy then (``mine``: each role's spans within it, ``waits``: the input spans')."""
-    edges = np.unique(np.concatenate([[lo, hi], *(x for u in mine for x in u), *waits]))
-    mids, lengths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
-    role = np.full(len(mids), len(ROLES), dtype=np.int8)
-    for r in reversed(range(len(ROLES))):
-        role[_covers(mine[r], mids)] = r
-    waiting = _covers(waits, mids) & (role > ROLES.index("communication"))
-    return np.bincount(role, lengths, len(ROLES) + 1), float(lengths[waiting].sum())
 
 
 def _longest_input(d: Collected, inputs: Spans, starts: np.ndarray, ends: np.ndarray) -> list[str | None]:
