@@ -1,13 +1,13 @@
 """Issue 32's figures on every trace mix, in one run: per real GPU fixture (``mix_traces.mixes``),
 ``summary`` with ``--jobs 1`` and with its defaults (``--json`` and terminal tables) against
-``gzip -dc`` of the same file, ``--jobs 2`` over ``--jobs 1`` on 8 traces, and peak RSS on a 3 GB
+``gzip -dc FILE > /dev/null``, ``--jobs 2`` over ``--jobs 1`` on 8 traces, and peak RSS on a 3 GB
 trace; then a table of goals met per mix, and the worst mix.
 
 Each round runs every command once, alternating, in fresh processes; a figure is the best of the
 rounds (what the code can do when the shared machine lets it), each ratio taken between bests.
 The traces are built once per fixture (by its hash) under ``--work`` and reused. Normal priority:
 
-    .venv/bin/python -m benchmarks.speed_mixes [--mixes job2_rank0 job128_rank0] [--rounds 3]
+    .venv/bin/python -m benchmarks.speed_mixes [--mixes job2_rank0 job128_rank0] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -35,11 +35,14 @@ SUMMARY = {
 with the terminal tables."""
 
 
-def run(cmd: list[str]) -> tuple[float, float, int, bytes]:
-    """(wall s, CPU s of it and its children, peak RSS bytes of the largest, stdout) of ``cmd``."""
+def run(cmd: list[str], keep_output: bool = True) -> tuple[float, float, int, bytes]:
+    """(wall s, CPU s of it and its children, peak RSS bytes of the largest, stdout) of ``cmd``;
+    without ``keep_output`` its stdout goes to /dev/null (``gzip -dc FILE > /dev/null``, the floor
+    the issue sets) and comes back empty."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, cwd=REPO)
+        sink = out if keep_output else subprocess.DEVNULL
+        p = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.PIPE, cwd=REPO)
         _, status, usage = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         err = p.stderr.read() if p.stderr else b""
@@ -53,9 +56,12 @@ def summary(*args: str) -> list[str]:
     return [sys.executable, "-m", "bridge_plugins", "summary", *args]
 
 
-def against_gzip(gz: Path, rounds: int) -> dict[str, tuple[float, float]]:
-    """Best wall and CPU of each SUMMARY command over the best of ``gzip -dc``: name -> (x, cpu x)."""
+def against_gzip(gz: Path, rounds: int) -> tuple[dict[str, tuple[float, float]], float]:
+    """Best wall and CPU of each SUMMARY command over the best of ``gzip -dc > /dev/null``: name ->
+    (x, cpu x); and the spread of ``--jobs 1``'s own rounds (slowest over fastest, less 1): how much
+    the same command varies here, the noise any two commands' ratio carries."""
     best: dict[str, tuple[float, float]] = {}
+    walls: dict[str, list[float]] = {}
     outputs: dict[str, bytes] = {}
     for r in range(rounds):
         line = []
@@ -63,7 +69,8 @@ def against_gzip(gz: Path, rounds: int) -> dict[str, tuple[float, float]]:
             ("gzip -dc", ["gzip", "-dc", str(gz)]),
             *((n, summary(str(gz), *a)) for n, a in SUMMARY.items()),
         ]:
-            wall, cpu, _, out = run(cmd)
+            wall, cpu, _, out = run(cmd, keep_output=name != "gzip -dc")
+            walls.setdefault(name, []).append(wall)
             if name != "gzip -dc":
                 outputs.setdefault(name, out)
                 assert outputs[name] == out, f"{name}: output changed between rounds"
@@ -80,7 +87,9 @@ def against_gzip(gz: Path, rounds: int) -> dict[str, tuple[float, float]]:
         print(
             f"  summary {name:<16} best {wall:6.2f} s, {cpu:6.2f} s CPU: {ratios[name][0]:.2f}x ({ratios[name][1]:.2f}x CPU)"
         )
-    return ratios
+    spread = max(walls["--jobs 1"]) / min(walls["--jobs 1"]) - 1
+    print(f"  --jobs 1's rounds: {', '.join(f'{w:.2f}' for w in walls['--jobs 1'])} s: spread {100 * spread:.0f} %")
+    return ratios, spread
 
 
 def jobs_speedup(trace: Path, n: int, rounds: int) -> float:
@@ -127,13 +136,17 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--mixes", nargs="+", default=list(mixes()), help="fixture names (default: every one)")
     p.add_argument("--work", type=Path, default=Path("/tmp/speed-bench"))
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--gzip-mb", type=float, default=263)
     p.add_argument("--jobs-mb", type=float, default=60)
     p.add_argument("--rss-mb", type=float, default=3000)
     args = p.parse_args()
     compileall.compile_dir(REPO / "bridge_plugins", quiet=1)  # as installed: PYTHONDONTWRITEBYTECODE would recompile
     print(f"# python -m benchmarks.speed_mixes {' '.join(sys.argv[1:])}")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()
+    print(f"# at {commit}")
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {len(os.sched_getaffinity(0))} usable CPUs")
     print(machine())
     table = []
@@ -144,32 +157,42 @@ def main() -> int:
         print(
             f"\n## {name}: {gz.stat().st_size / 1e6:.1f} MB gzip, {traces[args.gzip_mb].stat().st_size / 1e6:.0f} MB JSON"
         )
-        ratios = against_gzip(gz, args.rounds)
+        ratios, spread = against_gzip(gz, args.rounds)
         speedup = jobs_speedup(traces[args.jobs_mb].with_name("rank0.json.gz"), 8, args.rounds)
         rss = peak_rss(traces[args.rss_mb])
-        table.append((name, ratios, speedup, rss))
+        table.append((name, ratios, spread, speedup, rss))
     print(f"\n## goals (load average {os.getloadavg()[0]:.1f} at the end)")
     print(machine())
     head = ["--jobs 1 /gzip", "tables --jobs 1", "default /gzip", "default/--jobs 1", "--jobs 2 x", "RSS MB"]
     print(f"{'mix':<14} " + " ".join(f"{h:>16}" for h in head))
     met = 0
-    for name, r, speedup, rss in table:
+    worst: list[tuple[float, str, bool]] = []  # per column: the worst value, its mix, and whether it met the goal
+    for name, r, spread, speedup, rss in table:
         cells = [
             (r["--json --jobs 1"][0], GZIP_GOAL, True),
             (r["--jobs 1"][0], GZIP_GOAL, True),
             (r["default"][0], DEFAULT_GOAL, True),
-            (max(r["--json"][0] / r["--json --jobs 1"][0], r["default"][0] / r["--jobs 1"][0]), 1.0, True),
+            # not slower than one process beyond what the same command varies by between its rounds
+            (max(r["--json"][0] / r["--json --jobs 1"][0], r["default"][0] / r["--jobs 1"][0]), 1.0 + spread, True),
             (speedup, JOBS_GOAL, False),
             (rss, RSS_GOAL_MB, True),
         ]
         ok = [v <= goal if below else v >= goal for v, goal, below in cells]
         met += sum(ok)
+        for c, ((v, _, below), o) in enumerate(zip(cells, ok, strict=True)):
+            if c == len(worst):
+                worst.append((v, name, o))
+            elif (v > worst[c][0]) if below else (v < worst[c][0]):
+                worst[c] = (v, name, o)
         print(
             f"{name:<14} "
             + " ".join(f"{v:>14.2f}{' ✓' if o else ' ✗'}" for (v, _, _), o in zip(cells, ok, strict=True))
         )
+    print(f"{'worst':<14} " + " ".join(f"{v:>14.2f}{' ✓' if o else ' ✗'}" for v, _, o in worst))
+    print(f"{'(its mix)':<14} " + " ".join(f"{name[:16]:>16}" for _, name, _ in worst))
     print(
-        f"goals: --jobs 1 <= {GZIP_GOAL}x gzip, default <= {DEFAULT_GOAL}x gzip, default <= 1.0x --jobs 1, "
+        f"goals: --jobs 1 <= {GZIP_GOAL}x gzip -dc > /dev/null, default <= {DEFAULT_GOAL}x gzip, "
+        "default <= 1.0x --jobs 1 (within --jobs 1's own spread), "
         f"--jobs 2 >= {JOBS_GOAL}x, RSS <= {RSS_GOAL_MB} MB; met {met} of {6 * len(table)}"
     )
     return 0
