@@ -174,8 +174,16 @@ def test_steps_split_a_few_at_a_time_are_each_split_on_its_own(path, monkeypatch
     if not d.steps:
         pytest.skip("no steps")
     expected = _splits_step_by_step(d, g, calls, roles)
-    for at, finite in ((1, True), (3, True), (64, True), (3, False)):
-        monkeypatch.setattr(step_breakdown, "STEPS_AT", at)
+    for at, spans_at, finite in (
+        (1, 1 << 15, True),
+        (3, 1 << 15, True),
+        (64, 1 << 15, True),
+        (64, 1, True),
+        (64, 300, True),
+        (3, 1 << 15, False),
+    ):
+        monkeypatch.setattr(step_split, "STEPS_AT", at)
+        monkeypatch.setattr(step_split, "SPANS_AT", spans_at)
         if not finite:  # the per-step fallback for NaN or infinite times
             monkeypatch.setattr(step_breakdown, "finite", lambda *a: False)
         got = step_breakdown.step_splits(d, g, calls, roles)

@@ -23,16 +23,16 @@ def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -
     idle: dict[int, float | None] = dict.fromkeys(steps)
     if steps and len(g.ts):
         launched = np.where(g.launch >= 0, calls.ts[np.maximum(g.launch, 0)] if len(calls.ts) else 0.0, np.nan)
-        by_launch = np.argsort(launched, kind="stable")  # a search per step, not a pass over every event
-        launched = launched[by_launch]  # NaN (no launch call) last: in no step
-        ts, end = g.ts, g.end
+        by_launch = np.argsort(launched, kind="stable").astype(np.int32 if len(launched) < 2**31 else np.int64)
+        launched.sort(kind="stable")  # NaN (no launch call) last: in no step; a search per step below
         for n in steps:
             start = d.step_ts[n]
             a, b = np.searchsorted(launched, [start, start + d.steps[n]])  # launched in [start, end)
             if a >= b:
                 continue
             mine = np.sort(by_launch[a:b])  # in the events' order, as a mask over them gives them
-            s, e = ts[mine], end[mine]
+            s = g.ts[mine]
+            e = s + g.dur[mine]  # GpuEvents.end's ts + dur, for these events only
             base = s.min()
             window = float(e.max() - base)
             if window > 0:

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from bridge_plugins.analysis.analyzers import step_windows
-from bridge_plugins.analysis.analyzers.step_split import ROLES, clipped, finite, split_step, split_steps, stacked
+from bridge_plugins.analysis.analyzers.step_split import (
+    ROLES,
+    clipped,
+    finite,
+    groups,
+    span_counts,
+    split_step,
+    split_steps,
+    stacked,
+)
 from bridge_plugins.analysis.analyzers.step_windows import Spans, within
 from bridge_plugins.analysis.analyzers.step_windows import union as _union
 from bridge_plugins.analysis.figures import StepBreakdown, StepRow
@@ -24,8 +33,6 @@ from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
 
 EVENTS_AT = 1 << 16
 """GPU events taken at a time where each needs a few columns of its own."""
-STEPS_AT = 64
-"""Steps split at once (:func:`_split_steps`): a few numpy calls for them all, not a few per step."""
 COLLECTIVES = frozenset(
     f"{lib}:{op}"
     for lib in ("nccl", "gloo")
@@ -228,9 +235,8 @@ def step_splits(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles
     runtime = step_windows.per_step(lambda chunk: _spans((d.runtime,), None, chunk), starts, ends)
     sums = np.zeros((len(numbers), len(ROLES) + 1))
     wait = np.zeros(len(numbers))
-    for a in range(0, len(numbers), STEPS_AT):  # memory bounded by a few steps' spans
-        lo, hi = starts[a : a + STEPS_AT], ends[a : a + STEPS_AT]
-        in_runtime = [next(runtime) for _ in range(len(lo))]
+    for a, in_runtime in groups(runtime, span_counts([*before, *after, inputs], starts, ends)):
+        lo, hi = starts[a : a + len(in_runtime)], ends[a : a + len(in_runtime)]
         mine = [*(clipped(u, lo, hi) for u in before), stacked(in_runtime), *(clipped(u, lo, hi) for u in after)]
         waits = clipped(inputs, lo, hi)
         if finite(lo, hi, *mine, waits):

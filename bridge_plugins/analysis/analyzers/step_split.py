@@ -4,12 +4,18 @@ time (:func:`split_step`, the rule) or several at once (:func:`split_steps`, to 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from bridge_plugins.analysis.analyzers.step_windows import Spans
 
 ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 """The plugin's priority order; what none of them covers is ``other``."""
+STEPS_AT = 64
+"""Steps split at once at most (:func:`split_steps`): a few numpy calls for them all, not a few per step."""
+SPANS_AT = 1 << 15
+"""Spans in the steps split at once at most, unless one step has more (:func:`groups`)."""
 
 
 StepSpans = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -108,3 +114,32 @@ def _covers(spans: Spans, t: np.ndarray) -> np.ndarray:
     s, e = spans
     i = np.searchsorted(s, t, side="right") - 1
     return (i >= 0) & (t < e[np.maximum(i, 0)]) if len(s) else np.zeros(len(t), dtype=bool)
+
+
+def span_counts(unions: list[Spans], starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per step, how many spans of the ``unions`` reach into it (what ``within`` keeps of each)."""
+    counts = np.zeros(len(starts), dtype=np.int64)
+    for s, e in unions:
+        counts += np.maximum(np.searchsorted(s, ends, side="left") - np.searchsorted(e, starts, side="right"), 0)
+    return counts
+
+
+def groups(runtime: Iterator[Spans], counts: np.ndarray) -> Iterator[tuple[int, list[Spans]]]:
+    """Consecutive steps to split at once: (the first one's position, each one's runtime spans), at
+    most ``STEPS_AT`` steps and ``SPANS_AT`` spans (``counts`` and the runtime's) unless one step
+    has more: memory bounded by a few steps' spans however long the steps are."""
+    a, pending = 0, None
+    while a < len(counts):
+        group: list[Spans] = []
+        total = 0
+        while a + len(group) < len(counts) and len(group) < STEPS_AT:
+            spans = pending if pending is not None else next(runtime)
+            pending = None
+            size = int(counts[a + len(group)]) + len(spans[0])
+            if group and total + size > SPANS_AT:
+                pending = spans
+                break
+            group.append(spans)
+            total += size
+        yield a, group
+        a += len(group)
