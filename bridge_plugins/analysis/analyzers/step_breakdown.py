@@ -29,10 +29,8 @@ from bridge_plugins.analysis.analyzers.step_windows import Spans, within
 from bridge_plugins.analysis.analyzers.step_windows import union as _union
 from bridge_plugins.analysis.figures import StepBreakdown, StepRow
 from bridge_plugins.analysis.trace.collect import GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER, STEP_RE, Collected
-from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
+from bridge_plugins.analysis.trace.gpu_events import EVENTS_AT, CpuCalls, GpuEvents
 
-EVENTS_AT = 1 << 16
-"""GPU events taken at a time where each needs a few columns of its own."""
 COLLECTIVES = frozenset(
     f"{lib}:{op}"
     for lib in ("nccl", "gloo")

@@ -26,8 +26,7 @@ end, the step's position among those steps)."""
 def clipped(spans: Spans, lo: np.ndarray, hi: np.ndarray) -> StepSpans:
     """``within(spans, lo[k], hi[k])`` for each step k, one after the other."""
     s, e = spans
-    a, b = np.searchsorted(e, lo, side="right"), np.searchsorted(s, hi, side="left")
-    counts = np.maximum(b - a, 0)
+    a, counts = _reaching(spans, lo, hi)
     k = np.repeat(np.arange(len(lo)), counts)
     at = np.arange(len(k)) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(a, counts)
     return np.clip(s[at], lo[k], hi[k]), np.clip(e[at], lo[k], hi[k]), k
@@ -119,9 +118,17 @@ def _covers(spans: Spans, t: np.ndarray) -> np.ndarray:
 def span_counts(unions: list[Spans], starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Per step, how many spans of the ``unions`` reach into it (what ``within`` keeps of each)."""
     counts = np.zeros(len(starts), dtype=np.int64)
-    for s, e in unions:
-        counts += np.maximum(np.searchsorted(s, ends, side="left") - np.searchsorted(e, starts, side="right"), 0)
+    for spans in unions:
+        counts += _reaching(spans, starts, ends)[1]
     return counts
+
+
+def _reaching(spans: Spans, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per window [lo, hi], the first of the sorted disjoint ``spans`` that reaches into it and how
+    many do: ``within``'s rule (ending after lo, starting before hi), for many windows at once."""
+    s, e = spans
+    first = np.searchsorted(e, lo, side="right")
+    return first, np.maximum(np.searchsorted(s, hi, side="left") - first, 0)
 
 
 def groups(runtime: Iterator[Spans], counts: np.ndarray) -> Iterator[tuple[int, list[Spans]]]:
