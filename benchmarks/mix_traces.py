@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -17,6 +18,8 @@ from pathlib import Path
 SHARED = Path(os.environ.get("BRIDGE_SHARED") or Path(__file__).resolve().parents[2] / "shared")
 GPU_TRACES = SHARED / "fixtures" / "gpu-traces"
 _TS, _CORR, _STEP = '"\\ue000ts"', '"\\ue000corr"', '"\\ue000step"'  # placeholders, as json.dumps writes them
+BUILD_VERSION = 2
+"""Part of the cache key: 2 writes an integer fixture's times as integers (:func:`_period`)."""
 _PLACES = re.compile("(" + "|".join(map(re.escape, (_TS, _CORR, _STEP))) + ")")
 
 
@@ -43,14 +46,25 @@ def _templates(events: list[dict]) -> list[tuple[list[str], float | None, int | 
     return out
 
 
+def _period(span: float, integral: bool) -> float:
+    """The shift from one copy to the next: the fixture's span and 1 ms. Integral where every ``ts``
+    of the fixture is an integer, so that the copies write their times as the fixture does: Python
+    writes a float ``1682725898236845.0``, a number JSON readers parse far slower than the
+    fixture's ``1682725898236845`` (msgspec: ~0.4 against ~0.05 µs a value), which would measure
+    a format no real trace here has (docs/scale.md, "Every trace mix")."""
+    return math.ceil(span) + 1000 if integral else span + 1000.0
+
+
 def build_many(fixture: Path, targets: dict[Path, float]) -> dict[Path, int]:
     """Write, in one pass, a trace of at least ``mb`` MB (uncompressed) at each path of ``targets``;
-    returns their sizes in bytes. Byte for byte what ``analysis_scale.build`` always wrote."""
+    returns their sizes in bytes. For job2 (float times), byte for byte what ``analysis_scale.build``
+    always wrote."""
     with gzip.open(fixture) as fh:
         trace = json.load(fh)
     events = trace.pop("traceEvents")
     timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
-    period = max(e["ts"] + e.get("dur", 0) for e in timed) - min(e["ts"] for e in timed) + 1000.0
+    span = max(e["ts"] + e.get("dur", 0) for e in timed) - min(e["ts"] for e in timed)
+    period = _period(span, all(type(e["ts"]) is int for e in timed))
     max_corr = max(e.get("args", {}).get("correlation", 0) for e in events) + 1
     steps = [int(e["name"][13:]) for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
     steps_per_copy = max(steps) - min(steps) + 1 if steps else 1
@@ -92,7 +106,7 @@ def fixture_hash(fixture: Path) -> str:
 def cached(fixture: Path, sizes_mb: list[float], work: Path) -> dict[float, Path]:
     """Traces of the fixture's mix of each size (MB of JSON) in ``work``, built (in one pass) only
     where missing; a ``.gz`` (gzip -6) beside each of at most 500 MB, for the ``gzip -dc`` runs."""
-    d = work / f"{fixture.name.removesuffix('.json.gz')}-{fixture_hash(fixture)}"
+    d = work / f"{fixture.name.removesuffix('.json.gz')}-{fixture_hash(fixture)}-v{BUILD_VERSION}"
     d.mkdir(parents=True, exist_ok=True)
     paths = {mb: d / f"{int(mb)}mb" / "rank0.json" for mb in sizes_mb}
     done = d / "done"
