@@ -117,3 +117,26 @@ def test_past_the_name_cap_a_new_operator_name_costs_no_call(monkeypatch):
     launches = Collector()  # launch calls alone: their path keeps the entry at hand too
     launches.on_records(records[2000:])
     assert calls == ["op_0", "op_1", "op_2"]
+
+
+NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(2**53), 2**53),
+    st.sampled_from([0.0, -0.0, float("nan"), 2**63 - 1, -(2**63), 2**31 - 1, -(2**31), 127, -128]),
+)
+
+
+@given(st.sampled_from("dqib"), st.lists(NUMBERS, max_size=40))
+@settings(max_examples=400, deadline=None)
+@example("d", [-0.0, float("nan"), float("inf"), 2**63 - 1])
+def test_extend_writes_the_bytes_fromlist_writes(typecode, values):
+    from array import array
+
+    expected = array(typecode)
+    try:
+        expected.fromlist(values)
+    except (TypeError, OverflowError):
+        return  # a value the column's type cannot hold: the collector never hands such a one
+    column = array(typecode, [1] if typecode != "d" else [1.5])
+    collect._extend(column, values)
+    assert column.tobytes() == array(typecode, [1] if typecode != "d" else [1.5]).tobytes() + expected.tobytes()

@@ -10,7 +10,9 @@ to read them: docs/architecture.md; the bounds on names and threads: docs/limits
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Hashable
+from struct import pack
 
 from bridge_plugins.analysis.trace import categories as cats
 from bridge_plugins.analysis.trace.collected import Collected as Collected
@@ -31,7 +33,14 @@ MAX_STEPS = 100_000
 _OTHER_THREAD = ("(other threads)", "(other threads)")
 _UNSEEN = object()  # a pid, tid or category no event has
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
+_MEM_KINDS = frozenset((GPU_MEMCPY, GPU_MEMSET))
 _GPU_CATS = {c: k for k, names in enumerate((cats.KERNEL, cats.MEMCPY, cats.MEMSET)) for c in names}
+
+
+def _extend(column: array, values: list) -> None:
+    """``column.fromlist(values)``, in half the time: ``struct`` converts each number with one C
+    call where ``array.fromlist`` parses it as an argument (the same native bytes either way)."""
+    column.frombytes(pack(f"{len(values)}{column.typecode}", *values))
 
 
 class Collector:
@@ -77,7 +86,7 @@ class Collector:
         op_cat: object = _UNSEEN
         op_pid: object = _UNSEEN
         op_tid: object = _UNSEEN
-        add_ts = add_dur = add_id = gpu_ts.append  # rebound before first use (op_cat is _UNSEEN)
+        op_ts = op_dur = op_id = gpu_ts  # rebound before first use (op_cat is _UNSEEN)
         # Past MAX_NAMES every unknown CPU name gets "(other operators)": once it exists, a lookup
         # with it as the default replaces a call per event (10^6 distinct names: half the time).
         other = self._shared.get(None)
@@ -102,7 +111,7 @@ class Collector:
                     gpu_stream.append(stream if stream < _INT64_LIMIT else _INT64_LIMIT - 1)
                     kind = _GPU_CATS.get(cat, GPU_OTHER)
                     gpu_cat.append(kind)
-                    if kind in (GPU_MEMCPY, GPU_MEMSET):
+                    if kind in _MEM_KINDS:
                         mem_index.append(len(gpu_ts) - 1)
                         mem_bytes.append(args.bytes)
                         mem_bw.append(args.bandwidth)
@@ -135,16 +144,16 @@ class Collector:
                 lists = ops.get((cat, op_pid, op_tid))
                 if lists is None:
                     lists = ops[cat, op_pid, op_tid] = self._table_lists(cat, op_pid, op_tid, by_thread)
-                add_ts, add_dur, add_id = lists[0].append, lists[1].append, lists[2].append
+                op_ts, op_dur, op_id = lists
             else:
                 continue
-            add_ts(ts)
-            add_dur(dur)
+            op_ts.append(ts)
+            op_dur.append(dur)
             i = ids_get(name, other)
             if i is None:
                 i = self._id(name, False)
                 other = self._shared.get(None)
-            add_id(i)
+            op_id.append(i)
         self._flush(gpu, mem, cpu, tables, by_thread)
 
     @staticmethod
@@ -185,16 +194,16 @@ class Collector:
             for column, values in zip(
                 (d.gpu_name, d.gpu_ts, d.gpu_dur, d.gpu_corr, d.gpu_stream, d.gpu_cat), gpu, strict=True
             ):
-                column.fromlist(values)
+                _extend(column, values)
             d.gpu_count = len(d.gpu_ts)
             if mem[0]:
-                d.mem_index.fromlist([base + i for i in mem[0]])
-                d.mem_bytes.fromlist(mem[1])
-                d.mem_bw.fromlist(mem[2])
+                _extend(d.mem_index, [base + i for i in mem[0]])
+                _extend(d.mem_bytes, mem[1])
+                _extend(d.mem_bw, mem[2])
         if cpu[0]:
             tail = d._cpu_tail()
             for column, values in zip(tail, cpu, strict=True):
-                column.fromlist(values)
+                _extend(column, values)
             if len(tail[0]) >= SPILL_AT:
                 d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
                 d.cpu_corr_spilled.write(tail)
@@ -202,7 +211,7 @@ class Collector:
             table, key = tables[cat], d.threads[thread]
             arrays = table.tail(key)
             for column, values in zip(arrays, lists, strict=True):
-                column.fromlist(values)
+                _extend(column, values)
             if len(arrays[0]) >= SPILL_AT:
                 table.spill(key)
 
