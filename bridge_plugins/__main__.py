@@ -1,7 +1,5 @@
 """``python -m bridge_plugins`` runs the ``bridge-plugins`` command."""
 
-import sys
+from bridge_plugins.cli import run_and_exit
 
-from bridge_plugins.cli import main
-
-sys.exit(main())
+run_and_exit()
