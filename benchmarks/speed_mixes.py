@@ -3,8 +3,9 @@
 ``gzip -dc FILE > /dev/null``, ``--jobs 2`` over ``--jobs 1`` on 8 traces, and peak RSS on a 3 GB
 trace; then a table of goals met per mix, and the worst mix.
 
-Each round runs every command once, alternating, in fresh processes; a figure is the best of the
-rounds (what the code can do when the shared machine lets it), each ratio taken between bests.
+Each round runs every command on every mix once, alternating, in fresh processes; a figure is the
+best of the rounds (what the code can do when the shared machine lets it), each ratio taken
+between bests.
 The traces are built once per fixture (by its hash) under ``--work`` and reused. Normal priority:
 
     .venv/bin/python -m benchmarks.speed_mixes [--mixes job2_rank0 job128_rank0] [--rounds 5]
@@ -56,40 +57,48 @@ def summary(*args: str) -> list[str]:
     return [sys.executable, "-m", "bridge_plugins", "summary", *args]
 
 
-def against_gzip(gz: Path, rounds: int) -> tuple[dict[str, tuple[float, float]], float]:
-    """Best wall and CPU of each SUMMARY command over the best of ``gzip -dc > /dev/null``: name ->
-    (x, cpu x); and the spread of ``--jobs 1``'s own rounds (slowest over fastest, less 1): how much
-    the same command varies here, the noise any two commands' ratio carries."""
-    best: dict[str, tuple[float, float]] = {}
-    walls: dict[str, list[float]] = {}
-    outputs: dict[str, bytes] = {}
+def against_gzip(gzs: dict[str, Path], rounds: int) -> dict[str, tuple[dict[str, tuple[float, float]], float]]:
+    """Per mix: best wall and CPU of each SUMMARY command over the best of ``gzip -dc > /dev/null``,
+    name -> (x, cpu x); and the spread of ``--jobs 1``'s own rounds (slowest over fastest, less 1):
+    how much the same command varies here, the noise any two commands' ratio carries. Each round
+    runs every mix in turn, so that a slow spell of this shared machine (a Python loop here varies
+    by 1.5x from one minute to the next) falls on every mix, not on the one that ran then."""
+    best: dict[str, dict[str, tuple[float, float]]] = {m: {} for m in gzs}
+    walls: dict[str, dict[str, list[float]]] = {m: {} for m in gzs}
+    outputs: dict[str, dict[str, bytes]] = {m: {} for m in gzs}
     for r in range(rounds):
-        line = []
-        for name, cmd in [
-            ("gzip -dc", ["gzip", "-dc", str(gz)]),
-            *((n, summary(str(gz), *a)) for n, a in SUMMARY.items()),
-        ]:
-            wall, cpu, _, out = run(cmd, keep_output=name != "gzip -dc")
-            walls.setdefault(name, []).append(wall)
-            if name != "gzip -dc":
-                outputs.setdefault(name, out)
-                assert outputs[name] == out, f"{name}: output changed between rounds"
-            prev = best.get(name, (float("inf"), float("inf")))
-            best[name] = (min(prev[0], wall), min(prev[1], cpu))
-            line.append(f"{name} {wall:.2f}s/{cpu:.2f}cpu")
-        print(f"  round {r + 1}: " + ", ".join(line), flush=True)
-    assert outputs["--json"] == outputs["--json --jobs 1"], "the default's JSON differs from --jobs 1's"
-    assert outputs["default"] == outputs["--jobs 1"], "the default's tables differ from --jobs 1's"
-    g_wall, g_cpu = best.pop("gzip -dc")
-    print(f"  best gzip -dc: {g_wall:.2f} s wall, {g_cpu:.2f} s CPU")
-    ratios = {name: (wall / g_wall, cpu / g_cpu) for name, (wall, cpu) in best.items()}
-    for name, (wall, cpu) in best.items():
-        print(
-            f"  summary {name:<16} best {wall:6.2f} s, {cpu:6.2f} s CPU: {ratios[name][0]:.2f}x ({ratios[name][1]:.2f}x CPU)"
-        )
-    spread = max(walls["--jobs 1"]) / min(walls["--jobs 1"]) - 1
-    print(f"  --jobs 1's rounds: {', '.join(f'{w:.2f}' for w in walls['--jobs 1'])} s: spread {100 * spread:.0f} %")
-    return ratios, spread
+        for mix, gz in gzs.items():
+            line = []
+            for name, cmd in [
+                ("gzip -dc", ["gzip", "-dc", str(gz)]),
+                *((n, summary(str(gz), *a)) for n, a in SUMMARY.items()),
+            ]:
+                wall, cpu, _, out = run(cmd, keep_output=name != "gzip -dc")
+                walls[mix].setdefault(name, []).append(wall)
+                if name != "gzip -dc":
+                    outputs[mix].setdefault(name, out)
+                    assert outputs[mix][name] == out, f"{mix} {name}: output changed between rounds"
+                prev = best[mix].get(name, (float("inf"), float("inf")))
+                best[mix][name] = (min(prev[0], wall), min(prev[1], cpu))
+                line.append(f"{name} {wall:.2f}s/{cpu:.2f}cpu")
+            print(f"  round {r + 1} {mix}: " + ", ".join(line), flush=True)
+    out: dict[str, tuple[dict[str, tuple[float, float]], float]] = {}
+    for mix in gzs:
+        o, b, w = outputs[mix], best[mix], walls[mix]
+        assert o["--json"] == o["--json --jobs 1"], f"{mix}: the default's JSON differs from --jobs 1's"
+        assert o["default"] == o["--jobs 1"], f"{mix}: the default's tables differ from --jobs 1's"
+        g_wall, g_cpu = b.pop("gzip -dc")
+        print(f"\n## {mix}: best gzip -dc: {g_wall:.2f} s wall, {g_cpu:.2f} s CPU")
+        ratios = {name: (wall / g_wall, cpu / g_cpu) for name, (wall, cpu) in b.items()}
+        for name, (wall, cpu) in b.items():
+            print(
+                f"  summary {name:<16} best {wall:6.2f} s, {cpu:6.2f} s CPU: "
+                f"{ratios[name][0]:.2f}x ({ratios[name][1]:.2f}x CPU)"
+            )
+        spread = max(w["--jobs 1"]) / min(w["--jobs 1"]) - 1
+        print(f"  --jobs 1's rounds: {', '.join(f'{x:.2f}' for x in w['--jobs 1'])} s: spread {100 * spread:.0f} %")
+        out[mix] = (ratios, spread)
+    return out
 
 
 def jobs_speedup(trace: Path, n: int, rounds: int) -> float:
@@ -149,18 +158,20 @@ def main() -> int:
     print(f"# at {commit}")
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {len(os.sched_getaffinity(0))} usable CPUs")
     print(machine())
+    traces = {name: cached(mixes()[name], [args.jobs_mb, args.gzip_mb, args.rss_mb], args.work) for name in args.mixes}
+    gzs = {name: t[args.gzip_mb].with_name("rank0.json.gz") for name, t in traces.items()}
+    for name, gz in gzs.items():
+        print(
+            f"# {name}: {gz.stat().st_size / 1e6:.1f} MB gzip, {traces[name][args.gzip_mb].stat().st_size / 1e6:.0f} MB JSON"
+        )
+    print(f"\n## summary against gzip -dc > /dev/null, {args.rounds} rounds, every mix in each")
+    versus = against_gzip(gzs, args.rounds)
     table = []
     for name in args.mixes:
-        fixture = mixes()[name]
-        traces = cached(fixture, [args.jobs_mb, args.gzip_mb, args.rss_mb], args.work)
-        gz = traces[args.gzip_mb].with_name("rank0.json.gz")
-        print(
-            f"\n## {name}: {gz.stat().st_size / 1e6:.1f} MB gzip, {traces[args.gzip_mb].stat().st_size / 1e6:.0f} MB JSON"
-        )
-        ratios, spread = against_gzip(gz, args.rounds)
-        speedup = jobs_speedup(traces[args.jobs_mb].with_name("rank0.json.gz"), 8, args.rounds)
-        rss = peak_rss(traces[args.rss_mb])
-        table.append((name, ratios, spread, speedup, rss))
+        print(f"\n## {name}: --jobs 2 over --jobs 1, and peak RSS")
+        speedup = jobs_speedup(traces[name][args.jobs_mb].with_name("rank0.json.gz"), 8, args.rounds)
+        rss = peak_rss(traces[name][args.rss_mb])
+        table.append((name, *versus[name], speedup, rss))
     print(f"\n## goals (load average {os.getloadavg()[0]:.1f} at the end)")
     print(machine())
     head = ["--jobs 1 /gzip", "tables --jobs 1", "default /gzip", "default/--jobs 1", "--jobs 2 x", "RSS MB"]
