@@ -8,7 +8,7 @@ best of the rounds (what the code can do when the shared machine lets it), each 
 between bests.
 The traces are built once per fixture (by its hash) under ``--work`` and reused. Normal priority:
 
-    .venv/bin/python -m benchmarks.speed_mixes [--mixes job2_rank0 job128_rank0] [--rounds 5]
+    .venv/bin/python -m benchmarks.speed_mixes [--mixes job2_rank0 job128_rank0] [--rounds 7]
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--mixes", nargs="+", default=list(mixes()), help="fixture names (default: every one)")
     p.add_argument("--work", type=Path, default=Path("/tmp/speed-bench"))
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--gzip-mb", type=float, default=263)
     p.add_argument("--jobs-mb", type=float, default=60)
     p.add_argument("--rss-mb", type=float, default=3000)
