@@ -16,10 +16,10 @@ from bridge_plugins import cli
 def test_the_console_script_and_python_m_run_the_freezing_entry():
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "bridge-plugins"]
     assert script.value == "bridge_plugins.cli:run_and_exit"
-    code = "import runpy, sys; import bridge_plugins.cli as c; "
+    code = "import gc, runpy; import bridge_plugins.cli as c; gc.freeze = lambda: print('froze'); "
     code += "c.main = lambda: print('main ran') or 3; runpy.run_module('bridge_plugins', run_name='__main__')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert (done.returncode, done.stdout) == (3, "main ran\n")
+    assert (done.returncode, done.stdout) == (3, "main ran\nfroze\n")
 
 
 @pytest.mark.parametrize("code", [0, 2])
