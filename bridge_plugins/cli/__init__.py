@@ -16,7 +16,7 @@ import sys
 from typing import NoReturn
 
 import bridge_plugins
-from bridge_plugins.analysis import heap
+from bridge_plugins.analysis import cpu_idle, heap  # noqa: F401  # cpu_idle: its first sample, as the command starts (split_plan.py)
 from bridge_plugins.analysis.errors import AnalysisInputError
 from bridge_plugins.analysis.parallel import ClusterUnavailable, Workers, usable_cpus
 from bridge_plugins.cli.ctrl_c import caused_by_ctrl_c

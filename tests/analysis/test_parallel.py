@@ -150,8 +150,8 @@ def test_flags(inputs):
 
 
 def _summary_interrupted(tmp_path: Path, prelude: str = "", files: int = 4) -> tuple[subprocess.Popen, list[int]]:
-    """``summary --jobs 2`` over ``files`` big traces (one: split over the workers), Ctrl-C'd
-    (SIGINT to its process group, as a terminal sends it) once both workers run; ``prelude`` is
+    """``summary --jobs 2`` over ``files`` big traces (one: read in two ranges, one by a worker),
+    Ctrl-C'd (SIGINT to its process group, as a terminal sends it) once the workers run; ``prelude`` is
     Python run before the CLI. The process and its workers' pids."""
     from benchmarks.analysis_scale import build
 
@@ -171,7 +171,8 @@ def _summary_interrupted(tmp_path: Path, prelude: str = "", files: int = 4) -> t
         start_new_session=True,  # its own process group, as a shell gives a command
     )
     children: list[int] = []
-    while len(children) < 2 and proc.poll() is None:  # both workers started: the read is under way
+    workers = 2 if files > 1 else 1  # a pool over the files, or one trace in ranges: this process and one worker
+    while len(children) < workers and proc.poll() is None:  # the workers started: the read is under way
         children = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
     assert proc.poll() is None, "summary ended before it could be interrupted"
     os.killpg(proc.pid, signal.SIGINT)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,27 +21,11 @@ from bridge_plugins.analysis.trace.collect import Args, Collector, Event
 from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.analysis.trace.split import collect_trace, merge
 from tests.analysis.collected_state import dump, state
+from tests.analysis.event_strategies import FIXTURES, events
 from tests.analysis.hostile_inputs import CASES, JOB2
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = sorted((ROOT.parent / "shared" / "fixtures" / "gpu-traces").glob("*.json.gz"))
 SMALL = [c for c in CASES if not c.big]
-
-# What the fast reader can decode as an Event (the typed path that parts come from)
-IDS = st.sampled_from([1, 2, 3, "1", None, 2**63])
-CATS = st.sampled_from(["cpu_op", "cpu_op", "python_function", "user_annotation", "user_annotation"])
-CATS = st.one_of(CATS, st.sampled_from(["cuda_runtime", "kernel", "gpu_memcpy", "gpu_memset", "Trace", None]))
-NAMES = st.sampled_from(["aten::mm", "k", "k2", "cudaLaunchKernel", "ProfilerStep#3", "ProfilerStep#4", "Event Sync"])
-# no inf: the typed decoder refuses numbers past a double (such a chunk is read here, as dicts)
-TIMES = st.sampled_from([0.0, 1.5, 2.0, 1e6, 3.25, -1.0, 1e308, float("nan")])
-CORRS = st.sampled_from([-1, 0, 7, 8, 2**63 - 1])
-STREAMS = st.sampled_from([-1, -1, 0, 7])
-
-
-@st.composite
-def events(draw) -> Event:
-    args = Args(draw(STREAMS), draw(CORRS), draw(st.sampled_from([1.0, float("nan")])), 2.0)
-    return Event(draw(CATS), draw(NAMES), draw(IDS), draw(IDS), draw(TIMES), draw(TIMES), args)
 
 
 def _pieces(records: list, cuts: list[int]) -> list[list]:
@@ -198,27 +180,17 @@ def test_past_the_thread_or_step_cap_the_merge_refuses_and_leaves_the_collector_
     assert merge(c, one)  # up to the cap is fine
 
 
-@pytest.fixture
-def rereads(monkeypatch) -> list[Path]:
-    """The files read in one process by collect_trace: read again after a split read gave up (or
-    read with jobs=1: check it before that)."""
-    seen: list[Path] = []
-    real = split.read_trace
-
-    def spy(path, *args):
-        seen.append(Path(path))
-        return real(path, *args)
-
-    monkeypatch.setattr(split, "read_trace", spy)
-    return seen
-
-
-@pytest.fixture
-def small_chunks(monkeypatch):
-    """64 KB blocks: a test trace is many chunks, so the merge does the work (and is split, however small)."""
+@pytest.fixture(params=["chunks"])
+def small_chunks(monkeypatch, request):
+    """64 KB blocks: a test trace is many chunks, so the merge does the work (and is split, however
+    small), chunk by chunk whatever the machine's load; or in ranges (``always``), where a test
+    asks for both."""
     monkeypatch.setattr(cutting, "BLOCK_BYTES", 1 << 16)
     monkeypatch.setattr(split_plan, "MIN_SPLIT_BYTES", 0)
-    monkeypatch.setenv(split_plan.MODE_VARIABLE, "always")  # whatever the machine's load
+    monkeypatch.setenv(split_plan.MODE_VARIABLE, request.param)
+
+
+BOTH_WAYS = pytest.mark.parametrize("small_chunks", ["chunks", "always"], indirect=True)
 
 
 def _outcome(path: Path, jobs: int) -> dict | str:
@@ -240,6 +212,7 @@ def test_real_gpu_traces_split_into_many_chunks_collect_the_same(path, via, smal
     assert three == _outcome(path, 1)
 
 
+@BOTH_WAYS
 @pytest.mark.parametrize("case", SMALL, ids=lambda c: c.name)
 def test_hostile_traces_split_give_the_same_data_or_the_same_error(case, tmp_path, small_chunks, rereads):
     path = case.build(tmp_path)
@@ -249,13 +222,15 @@ def test_hostile_traces_split_give_the_same_data_or_the_same_error(case, tmp_pat
     assert two == _outcome(path, 1)
 
 
-def test_an_error_mid_file_is_the_one_a_single_pass_gives(tmp_path, small_chunks, rereads):
+@BOTH_WAYS
+def test_an_error_late_in_the_file_is_the_one_a_single_pass_gives(tmp_path, small_chunks, rereads):
+    """In the last quarter: a worker's range, where the file is read in ranges."""
     data = gzip.decompress(JOB2.read_bytes())
-    at = data.index(b'"ph"', len(data) // 2)
+    at = data.index(b'"ph"', len(data) * 3 // 4)
     bad = tmp_path / "bad.json"
     bad.write_bytes(data[:at] + b"@" + data[at + 1 :])
     cut = tmp_path / "cut.json.gz"
-    cut.write_bytes(JOB2.read_bytes()[: JOB2.stat().st_size // 2])
+    cut.write_bytes(JOB2.read_bytes()[: JOB2.stat().st_size * 3 // 4])
     for path, words in ((bad, f"at byte {at}"), (cut, "truncated gzip")):
         two = _outcome(path, 2)
         assert rereads == []
@@ -379,28 +354,6 @@ def test_a_small_trace_is_read_in_one_process(rereads):
     assert JOB2.stat().st_size < split_plan.MIN_SPLIT_BYTES
     _outcome(JOB2, 2)
     assert rereads == [JOB2]
-
-
-def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path):
-    """The CLI end to end: one ~6 MB trace (6 chunks), --jobs 2 against --jobs 1."""
-    from benchmarks.analysis_scale import build
-
-    path = tmp_path / "rank0.json"
-    build(path, 6)
-
-    def run(jobs: str) -> str:
-        r = subprocess.run(
-            [sys.executable, "-m", "bridge_plugins", "summary", "--json", "--jobs", jobs, str(path)],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), split_plan.MODE_VARIABLE: "always"},
-            timeout=300,
-        )
-        assert r.returncode == 0 and r.stderr == "", r.stderr
-        return r.stdout
-
-    assert run("2") == run("1")
 
 
 def test_a_chunk_too_big_for_one_part_is_read_here(small_chunks, rereads, read_here, monkeypatch):

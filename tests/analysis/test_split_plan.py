@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from bridge_plugins.analysis import cpu_idle
 from bridge_plugins.analysis.trace import cutting, split_plan
 from bridge_plugins.analysis.trace.split_plan import FirstChunk, first_chunk, free_cores, split_workers
 from tests.analysis.hostile_inputs import JOB2
@@ -87,3 +91,114 @@ def test_plan_reads_the_mode_from_the_environment(monkeypatch, tmp_path):
     assert split_plan.plan(path, BIG, 3) == 3
     monkeypatch.setenv(split_plan.MODE_VARIABLE, "never")
     assert split_plan.plan(path, BIG, 3) == 1
+
+
+MB = 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("size", "total", "jobs", "cores_free", "mode", "ranges"),
+    [
+        (BIG, BIG, 2, 1.0, "auto", 2),  # two idle cores: this process and one worker
+        (BIG, BIG, 2, 0.5, "auto", 2),  # the other core half free: a range worker still gains
+        (BIG, BIG, 2, 0.49, "auto", 1),
+        (BIG, BIG, 16, 3.6, "auto", 5),
+        (BIG, BIG, 4, 15.0, "auto", 4),  # at most --jobs
+        (BIG, BIG, 1, 15.0, "always", 1),
+        (20 * MB, BIG, 2, 1.0, "auto", 2),  # a gzip file: its JSON's size counts, past the minimum on disk
+        (split_plan.MIN_SPLIT_BYTES - 1, BIG, 2, 1.0, "always", 1),
+        (split_plan.MIN_SPLIT_BYTES, BIG, 2, 1.0, "always", 2),
+        (BIG, None, 2, 1.0, "always", 1),  # the size of its JSON unknown
+        (BIG, split_plan.RANGE_MAX_BYTES, 2, 1.0, "auto", 2),
+        (BIG, split_plan.RANGE_MAX_BYTES + 1, 2, 1.0, "always", 1),  # a part would hold too much
+        (BIG, BIG, 2, 0.0, "always", 2),
+        (BIG, BIG, 2, 1.0, "chunks", 1),
+        (BIG, BIG, 2, 1.0, "never", 1),
+    ],
+)
+def test_ranges_follow_the_size_the_cores_free_and_the_mode(size, total, jobs, cores_free, mode, ranges):
+    assert split_plan.range_workers(size, total, jobs, cores_free, mode) == ranges
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 1 << 40), st.integers(1, 64))
+def test_range_bounds_give_each_process_as_much_to_do(total, ranges):
+    starts = split_plan.range_bounds(total, ranges)
+    assert len(starts) == ranges and starts[0] == 0
+    assert starts == sorted(starts) and (ranges == 1 or starts[-1] <= total)
+    ends = [*starts[1:], total]
+    work = [split_plan.PREFIX_COST * s + (e - s) for s, e in zip(starts, ends, strict=True)]
+    assert max(work) - min(work) <= 2 * ranges + 1  # rounding only
+
+
+def test_two_ranges_give_the_worker_less_than_half():
+    assert split_plan.range_bounds(1000, 2) == [0, 541]  # 541 = 0.15 * 541 + 459
+
+
+def test_cpu_ticks_count_the_cpus_given_only():
+    stat = (  # the 9th and 10th figures (guest time) are counted in the first two already
+        "cpu  100 0 50 1000 10 0 0 5 7 0\n"
+        "cpu0 10 0 5 400 5 0 0 2 3 1\n"
+        "cpu1 20 1 5 300 3 0 0 1 4 0\n"
+        "cpu12 1 0 0 7 0 0 0 0 0 0\n"
+        "intr 1 2 3\n"
+    )
+    assert cpu_idle.cpu_ticks(stat, {0, 12}) == (405 + 7, 422 + 8)
+    assert cpu_idle.cpu_ticks(stat, {1}) == (303, 330)
+    assert cpu_idle.cpu_ticks(stat, set()) == (0, 0)
+
+
+def test_idle_cores_between_two_samples():
+    assert split_plan.idle_cores(2, (100, 1000), (130, 1060)) == 1.0
+    assert split_plan.idle_cores(2, (100, 1000), (100, 1060)) == 0.0
+    assert split_plan.idle_cores(2, (100, 1000), (105, 1009)) is None  # too few ticks to tell
+    assert split_plan.idle_cores(2, (100, 1000), (105, 1010)) == 1.0  # MIN_TICKS: enough
+    assert split_plan.idle_cores(2, None, (105, 1060)) is None
+
+
+def test_the_cores_free_are_measured_where_proc_stat_allows(monkeypatch):
+    """Busy beside this process since it started: 0 free, whatever the load average says."""
+    monkeypatch.setattr(cpu_idle, "STARTED", (1000, 10_000))
+    monkeypatch.setattr(cpu_idle, "ticks_now", lambda: (1000, 10_400))
+    monkeypatch.setattr(split_plan.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert split_plan._cores_free() == 0.0
+    monkeypatch.setattr(cpu_idle, "ticks_now", lambda: None)  # no /proc/stat: the 1-minute load average
+    monkeypatch.setattr(split_plan.os, "getloadavg", lambda: (0.5, 3.0, 3.0))
+    assert split_plan._cores_free() == split_plan.free_cores(len(os.sched_getaffinity(0)), 0.5)
+
+
+def test_ticks_now_reads_this_machines_cpus():
+    before = cpu_idle.ticks_now()
+    with open("/proc/stat") as fh:
+        after = cpu_idle.cpu_ticks(fh.read(), os.sched_getaffinity(0))
+    assert before is not None and 0 < before[0] <= after[0] and before[0] < before[1] <= after[1]
+
+
+def test_the_json_bytes_of_a_file(tmp_path):
+    plain = tmp_path / "r.json"
+    plain.write_bytes(b"{}" * 100)
+    assert split_plan.json_bytes(plain, 200) == 200
+    assert split_plan.json_bytes(JOB2, JOB2.stat().st_size) == len(gzip.decompress(JOB2.read_bytes()))
+    odd = tmp_path / "odd.json.gz"  # a trailer that says less than half the file: not its size
+    odd.write_bytes(b"\x1f\x8b" + bytes(100) + (40).to_bytes(4, "little"))
+    assert split_plan.json_bytes(odd, 106) is None
+    assert split_plan.json_bytes(odd, 80) == 40  # half the file: accepted
+    assert split_plan.json_bytes(tmp_path / "gone.json.gz", 10) is None
+    tiny = tmp_path / "tiny.json.gz"
+    tiny.write_bytes(b"ab")  # shorter than a trailer
+    assert split_plan.json_bytes(tiny, 2) is None
+
+
+def test_plan_ranges_reads_the_mode_and_asks_nothing_of_one_job(monkeypatch, tmp_path):
+    path = tmp_path / "big.json"
+    path.write_bytes(b"{}")
+    monkeypatch.setenv(split_plan.MODE_VARIABLE, "always")
+    assert split_plan.plan_ranges(path, BIG, 3) == (3, BIG)
+    assert split_plan.plan_ranges(path, BIG, 1) == (1, 0)
+    monkeypatch.setenv(split_plan.MODE_VARIABLE, "chunks")
+    assert split_plan.plan_ranges(path, BIG, 3) == (1, BIG)
+    monkeypatch.delenv(split_plan.MODE_VARIABLE)  # auto: the cores free decide
+    monkeypatch.setattr(split_plan, "_cores_free", lambda: 1.0)
+    assert split_plan.plan_ranges(path, BIG, 3) == (2, BIG)
+    monkeypatch.setattr(split_plan, "_cores_free", lambda: 0.2)
+    assert split_plan.plan_ranges(path, BIG, 3) == (1, BIG)

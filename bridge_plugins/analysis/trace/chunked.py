@@ -35,12 +35,13 @@ THREADED_GZIP = 0 if os.environ.get("BRIDGE_PLUGINS_GZIP_THREAD") == "0" else 1
 
 
 @contextmanager
-def open_stream(raw: BinaryIO, gzipped: bool) -> Iterator[ByteStream]:
+def open_stream(raw: BinaryIO, gzipped: bool, threads: int = THREADED_GZIP) -> Iterator[ByteStream]:
     """``raw`` (a binary file), decompressed if ``gzipped`` (the file name says so): by ISA-L in a
     second thread, which overlaps decompressing the next MB with decoding this one. Closed on the
     way out, error or not: left to the garbage collector (a traceback can hold it in a cycle),
     ISA-L's reader joins its thread wherever the collector happens to run, once inside another
-    thread's start, where threading's shutdown lock is held and the join waits for it forever."""
+    thread's start, where threading's shutdown lock is held and the join waits for it forever.
+    ``threads`` 0: inflate in this thread (a read in ranges, whose processes fill the cores)."""
     if not gzipped:
         yield cast(ByteStream, raw)  # a buffered file (open_regular), which has readinto; its opener closes it
         return
@@ -51,7 +52,7 @@ def open_stream(raw: BinaryIO, gzipped: bool) -> Iterator[ByteStream]:
     if igzip_threaded is None:
         fh: Any = gzip.GzipFile(fileobj=raw, mode="rb")
     else:
-        fh = igzip_threaded.open(raw, "rb", threads=THREADED_GZIP)
+        fh = igzip_threaded.open(raw, "rb", threads=threads)
     with fh:
         yield fh
 

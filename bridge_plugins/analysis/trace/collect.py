@@ -34,6 +34,16 @@ _OTHER_THREAD = ("(other threads)", "(other threads)")
 _UNSEEN = object()  # a pid, tid or category no event has
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER = 0, 1, 2, 3
 _MEM_KINDS = frozenset((GPU_MEMCPY, GPU_MEMSET))
+TABLE_CATEGORIES = (
+    ("py", cats.PYTHON),
+    ("ops", cats.OPERATOR),
+    ("annotations", cats.ANNOTATION),
+    ("runtime", cats.RUNTIME),
+)
+"""The collector's per-thread tables (``Collected`` fields) and the categories each keeps."""
+_TABLE_OF = {c: table for table, names in TABLE_CATEGORIES for c in names}
+CPU_GROUP = ("cpu",)
+"""The marks' key of the cpu_corr_* columns (see ``Collector.marks``)."""
 _GPU_CATS = {c: k for k, names in enumerate((cats.KERNEL, cats.MEMCPY, cats.MEMSET)) for c in names}
 
 
@@ -48,10 +58,16 @@ class Collector:
     read ``.data``."""
 
     def __init__(self) -> None:
+        self.marks: dict[tuple, list[int]] | None = None
+        """None: spill as the columns grow. A dict (a range worker's, trace/split_worker.py): spill
+        nothing, and note instead each group's length after every flush that added to it (("cpu",),
+        or (table, thread key)), so that the reading process spills the part where one pass would."""
         self.on_header({})
 
     def on_header(self, header: dict) -> None:
         self.data = Collected(header=header if isinstance(header, dict) else {})
+        if self.marks is not None:
+            self.marks = {}
         self._ids: dict[str, int] = {}  # name -> index into data.names
         self._shared: dict[str | None, int] = {}  # kernel type (None: CPU) -> id shared past MAX_NAMES
         self._threads: dict[tuple[Hashable, Hashable], int] = {}  # (pid, tid) -> index into data.threads
@@ -159,12 +175,7 @@ class Collector:
     @staticmethod
     def _tables(d: Collected) -> tuple[tuple[ThreadColumns, tuple[str, ...]], ...]:
         """Each per-thread table with the categories it keeps (trace/categories.py)."""
-        return (
-            (d.py, cats.PYTHON),
-            (d.ops, cats.OPERATOR),
-            (d.annotations, cats.ANNOTATION),
-            (d.runtime, cats.RUNTIME),
-        )
+        return tuple((getattr(d, table), names) for table, names in TABLE_CATEGORIES)
 
     def _table_lists(
         self, cat: str, pid: Hashable, tid: Hashable, by_thread: dict[tuple[str, int], tuple[list, list, list]]
@@ -200,11 +211,14 @@ class Collector:
                 _extend(d.mem_index, [base + i for i in mem[0]])
                 _extend(d.mem_bytes, mem[1])
                 _extend(d.mem_bw, mem[2])
+        marks = self.marks
         if cpu[0]:
             tail = d._cpu_tail()
             for column, values in zip(tail, cpu, strict=True):
                 _extend(column, values)
-            if len(tail[0]) >= SPILL_AT:
+            if marks is not None:
+                marks.setdefault(CPU_GROUP, []).append(len(tail[0]))
+            elif len(tail[0]) >= SPILL_AT:
                 d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
                 d.cpu_corr_spilled.write(tail)
         for (cat, thread), lists in by_thread.items():
@@ -212,7 +226,9 @@ class Collector:
             arrays = table.tail(key)
             for column, values in zip(arrays, lists, strict=True):
                 _extend(column, values)
-            if len(arrays[0]) >= SPILL_AT:
+            if marks is not None:
+                marks.setdefault((_TABLE_OF[cat], key), []).append(len(arrays[0]))
+            elif len(arrays[0]) >= SPILL_AT:
                 table.spill(key)
 
     def _thread(self, key: tuple[Hashable, Hashable]) -> int:

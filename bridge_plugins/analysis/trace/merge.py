@@ -8,6 +8,8 @@ False and leaves the collector as it was (docs/scale.md, "One big trace on every
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
+from functools import partial
 from itertools import repeat
 
 import numpy as np
@@ -18,7 +20,7 @@ from bridge_plugins.analysis.trace.kernel_types import kernel_type
 from bridge_plugins.analysis.trace.spill import Spill
 
 _GPU = ("gpu_name", "gpu_ts", "gpu_dur", "gpu_corr", "gpu_stream", "gpu_cat")
-TABLES = ("ops", "py", "annotations", "runtime")
+TABLES = tuple(table for table, _ in collect.TABLE_CATEGORIES)
 """The collector's per-thread tables (``Collected`` fields), merged part by part."""
 
 
@@ -81,12 +83,16 @@ def _frozen_map(c: Collector, p: Collected, base: int) -> np.ndarray | None:
     return mapping
 
 
-def merge(c: Collector, p: Collected, frozen_base: int | None = None) -> bool:
+def merge(
+    c: Collector, p: Collected, frozen_base: int | None = None, marks: dict[tuple, list[int]] | None = None
+) -> bool:
     """Add one chunk's part to ``c`` as if ``c`` had read the chunk; False (``c`` unchanged) where
     that needs the order of the chunk's events, which the part does not keep: past the cap on
     threads (they then share one entry, their events interleaved) or on steps, or past the cap on
     names where the part needs two new shared entries (see :func:`_name_maps`). ``frozen_base``:
-    a part gathered with ``c``'s names (:func:`part_of`), the id of its first shared entry."""
+    a part gathered with ``c``'s names (:func:`part_of`), the id of its first shared entry.
+    ``marks``: a part of many chunks (a range worker's, ``Collector.marks``), spilled here where
+    one pass would have spilled it."""
     d = c.data
     new_threads = [t for t in p.threads if t not in c._threads]
     new_steps = sum(1 for n in p.steps if n not in d.steps)
@@ -114,26 +120,43 @@ def merge(c: Collector, p: Collected, frozen_base: int | None = None) -> bool:
         d.mem_bytes.extend(p.mem_bytes)
         d.mem_bw.extend(p.mem_bw)
     if len(p.cpu_corr):
-        d.cpu_corr.extend(p.cpu_corr)
-        d.cpu_corr_ts.extend(p.cpu_corr_ts)
-        d.cpu_corr_dur.extend(p.cpu_corr_dur)
-        d.cpu_corr_name.frombytes(_remap(p.cpu_corr_name, names))
-        d.cpu_corr_thread.frombytes(_remap(p.cpu_corr_thread, threads))
-        tail = d._cpu_tail()
-        if len(tail[0]) >= collect.SPILL_AT:  # where the collector's flush spills: the same blocks
-            d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
-            d.cpu_corr_spilled.write(tail)
+        sources: tuple[array | bytes, ...] = (p.cpu_corr, p.cpu_corr_ts, p.cpu_corr_dur)
+        sources += (_remap(p.cpu_corr_name, names), _remap(p.cpu_corr_thread, threads))
+        _append(d._cpu_tail(), sources, _cuts(marks, collect.CPU_GROUP, len(p.cpu_corr)), partial(_spill_cpu, d))
     for table_name in TABLES:
         table, local = getattr(d, table_name), getattr(p, table_name)
         for key, (ts, dur, ids) in local.tails.items():
-            arrays = table.tail(key)
-            arrays[0].extend(ts)
-            arrays[1].extend(dur)
-            arrays[2].frombytes(_remap(ids, names))
-            if len(arrays[0]) >= collect.SPILL_AT:
-                table.spill(key)
+            cuts = _cuts(marks, (table_name, key), len(ts))
+            _append(table.tail(key), (ts, dur, _remap(ids, names)), cuts, partial(table.spill, key))
     _merge_steps(d, p)
     return True
+
+
+def _cuts(marks: dict[tuple, list[int]] | None, group: tuple, n: int) -> list[int]:
+    """Where one pass flushed the group's ``n`` elements: after each chunk of a range part
+    (``marks``), or once, after a chunk's part."""
+    return [n] if marks is None else marks[group]
+
+
+def _append(
+    tail: tuple[array, ...], sources: tuple[array | bytes, ...], cuts: list[int], spill: Callable[[], None]
+) -> None:
+    """The part's columns ``sources`` onto ``tail`` a flush at a time (``cuts``: the lengths after
+    each), spilling after any flush that brings it to SPILL_AT, as the collector's flush does: the
+    same blocks."""
+    views = [memoryview(s).cast("B") for s in sources]
+    at = 0
+    for n in cuts:
+        for column, view in zip(tail, views, strict=True):
+            column.frombytes(view[at * column.itemsize : n * column.itemsize])
+        at = n
+        if len(tail[0]) >= collect.SPILL_AT:
+            spill()
+
+
+def _spill_cpu(d: Collected) -> None:
+    d.cpu_corr_spilled = d.cpu_corr_spilled or Spill()
+    d.cpu_corr_spilled.write(d._cpu_tail())
 
 
 def _merge_steps(d: Collected, p: Collected) -> None:

@@ -1,9 +1,10 @@
-"""Whether one trace is split over worker processes, and over how many: the default must never be
-slower than one process (issue 32). Splitting pays only where the workers get cores of their own:
-the reading process keeps inflating, cutting and merging, and on two cores (this process and one
-worker's) it measured 0.82x to 1.07x of one process, depending on the trace's mix
-(benchmarks/results/speed_mixes_cpu.txt, docs/scale.md). The decision, :func:`split_workers`, is
-a pure function of the file's size, the cores free and what the first chunk holds.
+"""Whether one trace is split over processes, which way, and over how many: the default must never
+be slower than one process (issue 32). In byte ranges (:func:`range_workers`, :func:`range_bounds`)
+every process reads the file itself, so a core free half the time already gains. Chunk by chunk
+(:func:`split_workers`) the reading process inflates, cuts and merges for all, which pays only where
+the workers get cores of their own (0.82x to 1.07x of one process on two cores: docs/scale.md).
+Both are pure functions of the size, the cores free (measured: :func:`_cores_free`) and, chunk by
+chunk, what the first chunk holds.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge_plugins.analysis import cpu_idle
 from bridge_plugins.analysis.trace import chunked
 from bridge_plugins.analysis.trace.cutting import blocks, chunks
 from bridge_plugins.analysis.trace.header import header
@@ -29,7 +31,8 @@ MAX_NAMES_PER_EVENT = 0.5
 process maps every name of every part, so the merge would cost about what the workers save."""
 MODE_VARIABLE = "BRIDGE_PLUGINS_SPLIT"
 """``always`` splits whenever ``--jobs`` and the size allow (tests, and machines whose load
-average misleads), ``never`` never does; unset or ``auto``: :func:`split_workers` decides."""
+misleads): in ranges up to RANGE_MAX_BYTES, else chunk by chunk; ``chunks`` always chunk by chunk;
+``never`` never splits; unset or ``auto``: :func:`range_workers`, then :func:`split_workers` decide."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ def split_workers(size: int, jobs: int, cores_free: float, first: FirstChunk | N
     splitting). ``mode``: see :data:`MODE_VARIABLE`."""
     if jobs < 2 or size < MIN_SPLIT_BYTES or mode == "never":
         return 1
-    if mode == "always":
+    if mode in ("always", "chunks"):
         return jobs
     workers = min(jobs, math.floor(cores_free))
     if workers < MIN_WORKERS:
@@ -93,15 +96,95 @@ def _first_records(fh: chunked.ByteStream) -> tuple[bool, list]:
             extend = True
 
 
-def plan(path: Path, size: int, jobs: int) -> int:
-    """:func:`split_workers` for the file at ``path`` on this machine now."""
-    mode = os.environ.get(MODE_VARIABLE, "auto")
+RANGE_MAX_BYTES = 768 << 20
+"""A trace with more JSON than this is not read in ranges: a range worker holds its part whole
+(it cannot spill: its files would not cross to the reading process), about 30 bytes a kept event."""
+
+
+def range_workers(size: int, total: int | None, jobs: int, cores_free: float, mode: str = "auto") -> int:
+    """The ranges (processes, this one included) to read a trace of ``size`` bytes on disk and
+    ``total`` bytes of JSON in (None: not known); 1: read it another way (:func:`split_workers`)."""
+    if total is None or jobs < 2 or size < MIN_SPLIT_BYTES or total > RANGE_MAX_BYTES or mode in ("never", "chunks"):
+        return 1
+    if mode == "always":
+        return jobs
+    return max(1, min(jobs, 1 + math.floor(cores_free + RANGE_SLACK)))
+
+
+RANGE_SLACK = 0.5
+"""A range worker costs little beside its share (the bytes before its range inflated, its part
+merged): a core free for more than half its time already gains."""
+
+
+PREFIX_COST = 0.15
+"""What inflating and cutting a byte before a range costs its worker, against reading one in it
+(ISA-L inflates ~2.6 GB/s; decoding and collecting run at ~0.3 GB/s): later ranges are shorter."""
+
+
+def range_bounds(total: int, ranges: int) -> list[int]:
+    """Where each range starts in ``total`` bytes of JSON, so that each process has as much to do:
+    the one that starts at s and ends at e has ``PREFIX_COST * s + (e - s)``."""
+    a = PREFIX_COST
+    share = total * a / (1 - (1 - a) ** ranges)
+    starts = [0]
+    for _ in range(ranges - 1):
+        starts.append(round(share + starts[-1] * (1 - a)))
+    return starts
+
+
+def json_bytes(path: Path, size: int) -> int | None:
+    """The bytes of JSON in the file at ``path`` (``size`` bytes on disk): its size, or for gzip
+    what its trailer says (the size modulo 2**32: a range worker that finds the file longer gives
+    up); None where that is less than half the file (no JSON compresses so badly: not the size),
+    or the file cannot be read."""
+    if not path.name.endswith(".gz"):
+        return size
+    try:
+        with open_regular(path) as raw:
+            raw.seek(-4, os.SEEK_END)
+            total = int.from_bytes(raw.read(4), "little")
+    except (OSError, ValueError):
+        return None
+    return total if 2 * total >= size else None
+
+
+def plan_ranges(path: Path, size: int, jobs: int) -> tuple[int, int]:
+    """(:func:`range_workers` for the file at ``path`` on this machine now, its bytes of JSON)."""
+    total = json_bytes(path, size) if jobs > 1 else None
+    ranges = range_workers(size, total, jobs, _cores_free(), os.environ.get(MODE_VARIABLE, "auto"))
+    return ranges, total or 0
+
+
+MIN_TICKS = 10
+"""Fewer ticks than this between the two samples (a tick: 10 ms of a CPU) say too little: the load
+average decides instead."""
+
+
+def idle_cores(usable: int, before: tuple[int, int] | None, now: tuple[int, int] | None) -> float | None:
+    """The cores idle between two samples of :func:`cpu_idle.cpu_ticks`: this process was busy then
+    (starting, importing), so what was idle is free beside it. None where they say too little."""
+    if before is None or now is None or now[1] - before[1] < MIN_TICKS:
+        return None
+    return usable * (now[0] - before[0]) / (now[1] - before[1])
+
+
+def _cores_free() -> float:
+    """The cores free beside this process: the idle ones since the process started (cpu_idle.py's
+    first sample) where there are ticks enough, else the load average's figure (which lags by a
+    minute: a benchmark's own last runs count in it)."""
     try:
         usable, load = len(os.sched_getaffinity(0)), os.getloadavg()[0]
     except (AttributeError, OSError):  # not Linux: the CPUs, with no load figure
         usable, load = os.cpu_count() or 1, 0.0
-    cores = free_cores(usable, load)
+    idle = idle_cores(usable, cpu_idle.STARTED, cpu_idle.ticks_now())
+    return free_cores(usable, load) if idle is None else idle
+
+
+def plan(path: Path, size: int, jobs: int) -> int:
+    """:func:`split_workers` for the file at ``path`` on this machine now."""
+    mode = os.environ.get(MODE_VARIABLE, "auto")
+    cores = _cores_free()
     workers = split_workers(size, jobs, cores, None, mode)
-    if workers > 1 and mode != "always":
+    if workers > 1 and mode not in ("always", "chunks"):
         workers = split_workers(size, jobs, cores, first_chunk(path), mode)
     return workers

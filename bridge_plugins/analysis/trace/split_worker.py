@@ -1,18 +1,24 @@
 """A split read's worker side (split.py): decode a chunk and gather it with a fresh Collector into
 a part for the reading process to merge (merge.py), or say why that process must read the chunk
 itself. A chunk arrives through the slots of shared memory mapped before the worker was forked,
-or, when bigger than a slot, through the pool's pipe.
+or, when bigger than a slot, through the pool's pipe. A range worker instead reads the file
+itself, and gathers one part from all the chunks in its range of bytes (:func:`collect_range`).
 """
 
 from __future__ import annotations
 
 import mmap
+import os
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from bridge_plugins.analysis.trace import chunked, collect
 from bridge_plugins.analysis.trace.collect import Collector, Record
+from bridge_plugins.analysis.trace.cutting import blocks, chunks
+from bridge_plugins.analysis.trace.header import header
+from bridge_plugins.jobdir.regular_file import open_regular
 
 SLOTS: mmap.mmap | None = None
 """The slots, set by the reading process before it forks the workers, so theirs too."""
@@ -89,3 +95,59 @@ def collect_slot(offset: int, size: int, at: int, last: bool, names: str | None 
         return collect_chunk(view, at, last, names)
     finally:
         view.release()
+
+
+def read_range(fh: chunked.ByteStream, c: Collector, lo: int, hi: int | None, total: int | None = None) -> bool:
+    """Into ``c``: the chunks of ``fh`` whose first event lies at byte ``lo`` to ``hi`` (None: the
+    end), cut as one pass cuts them (the chunks before ``lo`` are cut, not decoded). False where
+    the file must be read in one process: a cut fell inside a string (one pass cuts again there),
+    or a chunk starts past ``total``, the size the plan took (a gzip trailer holds it modulo 2**32)."""
+    typed = chunked.typed_decoder(Record)
+    head, rest, offset = header(blocks(fh))
+    c.on_header(head)
+    for chunk, at, last in chunks(rest, offset, fh):
+        if total is not None and at > total:
+            return False
+        if at < lo:
+            continue
+        if hi is not None and at >= hi:
+            return True
+        try:
+            typed_ok, values = chunked.decode_chunk(chunk, typed, at, last)
+        except chunked.Truncated:
+            return False
+        chunked.deliver(typed_ok, values, c.on_event, c.on_records)
+    return True
+
+
+def file_identity(fh: Any) -> tuple[int, int, int, int]:
+    """What tells an open file from another one at the same path: device, inode, size, mtime."""
+    st = os.fstat(fh.fileno())
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def collect_range(path: str, lo: int, hi: int | None, total: int, identity: tuple) -> tuple[str, Any]:
+    """A range worker's unit: ("part", (what a Collector that never spills gathers from the range,
+    its marks)) for the reading process to merge (merge.py); ("cut", None) where the file must be
+    read in one process: another file at ``path`` than the one that process opened (``identity``),
+    a cut inside a string, a file longer than ``total`` (so the ranges were wrong, and this part
+    could hold most of it), a header the fast reader does not take, or a part past a cap on its
+    own (its order would decide); ("error", one line). What reading the file raises otherwise (a
+    truncated gzip stream, say) reaches the reading process as it is."""
+    c = Collector()
+    c.marks = {}
+    try:
+        with open_regular(Path(path)) as raw:
+            if file_identity(raw) != tuple(identity):
+                return "cut", None
+            with chunked.open_stream(raw, path.endswith(".gz"), 0) as fh:
+                if not read_range(fh, c, lo, hi, total):
+                    return "cut", None
+    except chunked.NotFast:
+        return "cut", None
+    except chunked.Unreadable as e:
+        return "error", str(e)
+    d = c.data
+    if len(d.names) >= collect.MAX_NAMES or len(d.threads) >= collect.MAX_THREADS or len(d.steps) >= collect.MAX_STEPS:
+        return "cut", None
+    return "part", (d, c.marks)

@@ -1,0 +1,365 @@
+"""One trace read in ranges (trace/split.py ``_read_ranges``): this process reads the first range,
+each worker reads the file itself and gathers its own range into one part, merged here in file
+order. It must collect exactly what one process does, spill blocks included (a float sum per
+block depends on them), and fail with the same error.
+
+The merge of range parts is checked in-process on random events, cuts and ranges (hypothesis); the
+whole read on the real GPU fixtures and the hostile traces, in many chunks. A read that quietly
+fell back to one process would pass every equality, so each test also asserts which way the file
+was read (``rereads``) and that the range parts were merged (``range_merges``). The hostile
+battery, and an error in the last quarter of a file, are read both ways in test_split.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from bridge_plugins.analysis.trace import chunked, collect, cutting, split, split_plan, split_worker
+from bridge_plugins.analysis.trace.collect import Collector
+from bridge_plugins.analysis.trace.header import header
+from bridge_plugins.analysis.trace.reader import TraceError
+from bridge_plugins.analysis.trace.split import collect_trace, merge
+from tests.analysis.collected_state import dump
+from tests.analysis.event_strategies import FIXTURES, events
+from tests.analysis.hostile_inputs import JOB2
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _blocks(d: collect.Collected) -> list:
+    """Where each spilled group was cut into blocks, and what its tail still holds."""
+    groups = [("cpu", d.cpu_corr_spilled, d.cpu_corr)]
+    groups += [
+        (f"{t}{k!r}", getattr(d, t).spilled.get(k), getattr(d, t).tails[k][0])
+        for t in split.TABLES
+        for k in getattr(d, t).tails
+    ]
+    return [(name, s._blocks if s else None, len(tail)) for name, s, tail in groups]
+
+
+def _range_part(pieces: list[list]) -> tuple[collect.Collected, dict]:
+    """What a range worker gathers from its chunks: never spilling, noting where it would have."""
+    c = Collector()
+    c.marks = {}
+    c.on_header({})  # as read_range starts the file: the marks stay on
+    for piece in pieces:
+        c.on_records(piece)
+    return c.data, c.marks
+
+
+_RUN = [collect.Event("cpu_op", "a", 1, 1, float(i), 1.0) for i in range(5)]
+
+
+@settings(max_examples=400, deadline=None)
+@example([_RUN] * 4, [1], 2)  # a range of 3 chunks, each flush past SPILL_AT: 3 blocks, not 1
+@given(
+    st.lists(st.lists(events(), max_size=12), max_size=8),
+    st.lists(st.integers(0, 8), max_size=3),
+    st.sampled_from([2, 3, 5, 10**6]),
+)
+def test_range_parts_merged_are_what_one_collector_gathers(pieces, range_starts, spill_at):
+    """Chunks (``pieces``) grouped into ranges; the first read by ``c`` itself, each other
+    gathered apart (as a worker gathers it) and merged with its marks == one collector fed every
+    chunk, spill blocks included."""
+    starts = sorted({0, *(min(s, len(pieces)) for s in range_starts)})
+    ranges = [pieces[a:b] for a, b in zip(starts, [*starts[1:], len(pieces)], strict=True)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(collect, "SPILL_AT", spill_at)
+        parts = [_range_part(r) for r in ranges[1:]]
+        one = Collector()
+        for piece in pieces:
+            one.on_records(piece)
+        c = Collector()
+        for piece in ranges[0]:
+            c.on_records(piece)
+        for part, marks in parts:
+            assert merge(c, part, marks=marks)
+        assert _blocks(c.data) == _blocks(one.data)
+        assert dump(c.data) == dump(one.data)
+
+
+def test_a_range_worker_spills_nothing_and_marks_each_flush():
+    """The marks are each group's length after every flush that added to it."""
+    ev = [collect.Event("cpu_op", "a", 1, 1, 0.0, 1.0), collect.Event("cpu_op", "b", 1, 2, 1.0, 1.0)]
+    launch = collect.Event("cuda_runtime", "cudaLaunchKernel", 1, 1, 2.0, 1.0, collect.Args(-1, 7))
+    part, marks = _range_part([ev, [ev[0], launch], [launch] * 3])
+    assert marks == {
+        ("ops", (1, 1)): [1, 2],
+        ("ops", (1, 2)): [1],
+        collect.CPU_GROUP: [1, 4],
+        ("runtime", (1, 1)): [1, 4],
+    }
+    assert part.cpu_corr_spilled is None and not part.ops.spilled and not part.runtime.spilled
+
+
+def _identity(path: Path) -> tuple:
+    with open(path, "rb") as fh:
+        return split_worker.file_identity(fh)
+
+
+def _chunk_starts(path: Path) -> list[int]:
+    """Where one pass's chunks of ``path`` (plain JSON) start."""
+    with open(path, "rb") as fh:
+        head, rest, offset = header(cutting.blocks(fh))
+        return [at for _, at, _ in cutting.chunks(rest, offset, fh)]
+
+
+@pytest.mark.parametrize("name", ["rank0.json", "rank0.json.gz"])
+def test_three_ranges_gathered_by_the_workers_unit_are_one_pass(tmp_path, monkeypatch, name):
+    """The worker's unit, called here, for the second and third of three ranges that start exactly
+    where chunks start (a chunk belongs to the range it starts in: none lost, none read twice),
+    merged after this process's read of the first == one pass. Plain and gzip (stored)."""
+    monkeypatch.setattr(cutting, "BLOCK_BYTES", 1 << 16)
+    monkeypatch.setattr(collect, "SPILL_AT", 1000)
+    plain = tmp_path / "rank0.json"
+    plain.write_bytes(gzip.decompress(JOB2.read_bytes()))
+    starts = _chunk_starts(plain)
+    lo, hi, size = starts[len(starts) // 3], starts[2 * len(starts) // 3], plain.stat().st_size
+    path = tmp_path / name
+    if name.endswith(".gz"):
+        path.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=0))
+    ident = _identity(path)
+    parts = [split_worker.collect_range(str(path), a, b, size, ident) for a, b in ((lo, hi), (hi, None))]
+    assert [kind for kind, _ in parts] == ["part", "part"]
+    c = Collector()
+    with open(path, "rb") as raw, chunked.open_stream(raw, name.endswith(".gz"), 0) as fh:
+        assert split_worker.read_range(fh, c, 0, lo)
+    one = collect_trace(path, 1)
+    for _, (part, marks) in parts:
+        assert 0 < part.events < one.events // 2  # its range only
+        assert merge(c, part, marks=marks)
+    assert (dump(c.data), _blocks(c.data)) == (dump(one), _blocks(one))
+
+
+def test_a_range_worker_says_why_it_cannot_gather_its_range(tmp_path, monkeypatch):
+    """Another file at the path, a file longer than planned, a cap reached in the range."""
+    path = tmp_path / "rank0.json"
+    path.write_bytes(gzip.decompress(JOB2.read_bytes()))
+    size, ident = path.stat().st_size, _identity(path)
+    assert split_worker.collect_range(str(path), size // 2, None, size, ident)[0] == "part"
+    assert split_worker.collect_range(str(path), size // 2, None, size, (*ident[:3], ident[3] + 1)) == ("cut", None)
+    assert split_worker.collect_range(str(path), size // 2, None, size // 2, ident) == ("cut", None)
+    monkeypatch.setattr(collect, "MAX_THREADS", 1)
+    assert split_worker.collect_range(str(path), size // 2, None, size, ident) == ("cut", None)
+
+
+def test_a_range_worker_reports_an_unreadable_range_in_one_line(tmp_path):
+    data = gzip.decompress(JOB2.read_bytes())
+    at = data.index(b'"ph"', len(data) * 3 // 4)
+    path = tmp_path / "bad.json"
+    path.write_bytes(data[:at] + b"@" + data[at + 1 :])
+    kind, message = split_worker.collect_range(str(path), len(data) // 2, None, len(data), _identity(path))
+    assert kind == "error" and f"at byte {at}" in message
+    path.write_bytes(b'[{"traceEvents": []}]')  # not an object at the top: the fast reader leaves it to ijson
+    assert split_worker.collect_range(str(path), 0, None, 100, _identity(path)) == ("cut", None)
+
+
+def test_a_step_in_two_ranges_keeps_its_longest_span_and_the_later_of_equals():
+    """ProfilerStep#3 in both ranges: one pass keeps the longest span, the later one of equals."""
+
+    def step(ts: float, dur: float) -> collect.Event:
+        return collect.Event("user_annotation", "ProfilerStep#3", 1, 1, ts, dur)
+
+    for first, second, kept in (
+        ([step(0.0, 5.0)], [step(10.0, 1.0)], (5.0, 0.0)),
+        ([step(0.0, 1.0)], [step(10.0, 5.0)], (5.0, 10.0)),
+        ([step(0.0, 2.0)], [step(10.0, 2.0)], (2.0, 10.0)),
+    ):
+        c = Collector()
+        c.on_records(first)
+        part, marks = _range_part([second])
+        assert merge(c, part, marks=marks)
+        assert (c.data.steps[3], c.data.step_ts[3]) == kept
+        one = Collector()
+        one.on_records(first + second)
+        assert (one.data.steps, one.data.step_ts) == (c.data.steps, c.data.step_ts)
+
+
+def test_at_the_step_cap_a_known_step_still_takes_a_longer_span(monkeypatch):
+    """The step table full (MAX_STEPS 1): a part's step already in it is updated, as one pass does."""
+    monkeypatch.setattr(collect, "MAX_STEPS", 1)
+    first = [collect.Event("user_annotation", "ProfilerStep#3", 1, 1, 0.0, 1.0)]
+    second = [collect.Event("user_annotation", "ProfilerStep#3", 1, 1, 10.0, 5.0)]
+    c = Collector()
+    c.on_records(first)
+    part, marks = _range_part([second])
+    assert merge(c, part, marks=marks)
+    assert (c.data.steps, c.data.step_ts) == ({3: 5.0}, {3: 10.0})
+
+
+@pytest.fixture
+def range_merges(monkeypatch) -> list[int]:
+    """The events of each range part merged here."""
+    seen: list[int] = []
+    real = split.merge
+
+    def spy(c, p, frozen_base=None, marks=None):
+        assert marks is not None, "a chunk's part: this file was read chunk by chunk"
+        seen.append(p.events)
+        return real(c, p, frozen_base, marks)
+
+    monkeypatch.setattr(split, "merge", spy)
+    return seen
+
+
+@pytest.fixture
+def in_ranges(monkeypatch):
+    """64 KB blocks (a test trace is many chunks) and ranges whatever the machine's load or the size."""
+    monkeypatch.setattr(cutting, "BLOCK_BYTES", 1 << 16)
+    monkeypatch.setattr(split_plan, "MIN_SPLIT_BYTES", 0)
+    monkeypatch.setenv(split_plan.MODE_VARIABLE, "always")
+
+
+def _outcome(path: Path, jobs: int) -> tuple[dict, list] | str:
+    try:
+        d = collect_trace(path, jobs)
+    except TraceError as e:
+        return str(e)
+    return dump(d), _blocks(d)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_real_gpu_traces_in_three_ranges_collect_the_same(path, in_ranges, rereads, range_merges, monkeypatch):
+    monkeypatch.setattr(collect, "SPILL_AT", 1000)  # spills too: their blocks must match
+    three = _outcome(path, 3)
+    assert rereads == [] and len(range_merges) == 2 and min(range_merges) > 0
+    assert three == _outcome(path, 1)
+
+
+def test_a_gzip_longer_than_its_trailer_says_is_read_in_one_process(tmp_path, in_ranges, rereads):
+    """Two gzip members: the trailer is the last one's, 60 % of the JSON, so the ranges are planned
+    on too few bytes and the worker's would run to the end of the file. It gives up on the first
+    chunk past that size (where a file past 4 GiB wraps the figure, its part could hold most of it)."""
+    data = gzip.decompress(JOB2.read_bytes())
+    cut = len(data) * 2 // 5
+    path = tmp_path / "two.json.gz"
+    path.write_bytes(gzip.compress(data[:cut], 9) + gzip.compress(data[cut:], 0))
+    assert split_plan.json_bytes(path, path.stat().st_size) == len(data) - cut
+    two = _outcome(path, 2)
+    assert rereads == [path]
+    assert two == _outcome(path, 1)
+
+
+def test_past_a_cap_in_a_range_the_file_is_read_in_one_process(in_ranges, rereads, range_merges, monkeypatch):
+    """A range past the name cap on its own: which name came first decides the shared entries."""
+    monkeypatch.setattr(collect, "MAX_NAMES", 50)  # in the forked worker too
+    two = _outcome(JOB2, 2)
+    assert rereads == [JOB2] and range_merges == []
+    assert two == _outcome(JOB2, 1)
+
+
+def test_a_file_gone_before_its_ranges_are_read_fails_as_one_pass_does(tmp_path, in_ranges, rereads, monkeypatch):
+    """Planned in ranges, then removed before this process opens it: the error names the file."""
+    path = tmp_path / "rank0.json"
+    path.write_bytes(gzip.decompress(JOB2.read_bytes()))
+    real = split_plan.plan_ranges
+
+    def plan_then_remove(p, size, jobs):
+        planned = real(p, size, jobs)
+        p.unlink()
+        return planned
+
+    monkeypatch.setattr(split_plan, "plan_ranges", plan_then_remove)
+    with pytest.raises(TraceError) as e:
+        collect_trace(path, 2)
+    assert str(e.value).startswith(f"{path}: ") and rereads == []
+
+
+def _die(path: str, lo: int, hi: int | None, total: int, identity: tuple):
+    os._exit(9)
+
+
+def test_a_range_worker_that_dies_leaves_the_file_to_this_process(in_ranges, rereads, monkeypatch):
+    monkeypatch.setattr(split_worker, "collect_range", _die)  # the forked worker sees it
+    two = _outcome(JOB2, 2)
+    assert rereads == [JOB2]
+    assert two == _outcome(JOB2, 1)
+
+
+def test_a_pool_broken_before_the_ranges_are_sent_leaves_the_file_to_this_process(in_ranges, rereads, monkeypatch):
+    """A worker that died as it started: the submit itself fails."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    real = split.start_pool
+
+    def broken_pool(jobs):
+        pool = real(jobs)
+        pool.submit = lambda *a, **k: (_ for _ in ()).throw(BrokenProcessPool("a worker died"))
+        return pool
+
+    monkeypatch.setattr(split, "start_pool", broken_pool)
+    two = _outcome(JOB2, 2)
+    assert rereads == [JOB2]
+    assert two == _outcome(JOB2, 1)
+
+
+def test_a_file_replaced_while_the_workers_start_is_read_in_one_process(tmp_path, in_ranges, rereads, monkeypatch):
+    """The workers open the file by its path: one replaced after this process opened it (a job
+    rewriting its trace, a hostile user of a shared directory) must not mix two files' events."""
+    path, other = tmp_path / "rank0.json", tmp_path / "other.json"
+    data = gzip.decompress(JOB2.read_bytes())
+    path.write_bytes(data)
+    other.write_bytes(data.replace(b'"cpu_op"', b'"cpu_xx"'))  # as long, other events kept
+    real = split.start_pool
+
+    def swapping_pool(jobs):
+        pool = real(jobs)
+        os.replace(other, path)
+        return pool
+
+    monkeypatch.setattr(split, "start_pool", swapping_pool)
+    two = _outcome(path, 2)
+    assert rereads == [path]
+    monkeypatch.setattr(split, "start_pool", real)
+    assert two == _outcome(path, 1)  # the new file's, read in one pass
+
+
+@pytest.mark.parametrize("mode", ["always", "chunks"])
+@pytest.mark.parametrize("name", ["rank0.json", "rank0.json.gz"])
+def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, name):
+    """The CLI end to end: one ~6 MB trace, --jobs 2 (in ranges, or chunk by chunk) against --jobs 1."""
+    from benchmarks.analysis_scale import build
+
+    path = tmp_path / name
+    build(tmp_path / "rank0.json", 6)
+    if name.endswith(".gz"):
+        path.write_bytes(
+            gzip.compress((tmp_path / "rank0.json").read_bytes(), compresslevel=0)
+        )  # stored: past MIN_SPLIT_BYTES on disk
+
+    # which way the file was read, said on stderr at exit
+    code = (
+        "import atexit, sys\nfrom bridge_plugins.analysis.trace import split\nways = []\n"
+        "for name in ('_read_ranges', '_read_split'):\n"
+        "    def spy(*a, real=getattr(split, name), name=name):\n"
+        "        ways.append((name, real(*a)))\n"
+        "        return ways[-1][1]\n"
+        "    setattr(split, name, spy)\n"
+        "atexit.register(lambda: print(ways, file=sys.stderr))\n"
+        "from bridge_plugins.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    )
+
+    def run(jobs: str) -> tuple[str, str]:
+        r = subprocess.run(
+            [sys.executable, "-c", code, "summary", "--json", "--jobs", jobs, str(path)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), split_plan.MODE_VARIABLE: mode},
+            timeout=300,
+        )
+        assert r.returncode == 0, r.stderr
+        return r.stdout, r.stderr.strip()
+
+    two, one = run("2"), run("1")
+    assert two[1] == str([("_read_ranges" if mode == "always" else "_read_split", True)])
+    assert one[1] == "[]"
+    assert two[0] == one[0]
