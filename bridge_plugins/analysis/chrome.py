@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bridge_plugins.analysis import second_core
 from bridge_plugins.analysis.analyzers import gpu_breakdown, op_tables
 from bridge_plugins.analysis.analyzers.all import analyze
 from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
@@ -49,8 +50,12 @@ def _analyzed(d: Collected, path: Path) -> TraceAsRead:
     gpu_roles = gpu_role_spans(d, keep)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
     g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
     del keep
-    steps = per_step(d, g, calls, gpu_roles)
-    del gpu_roles  # its unions, as long as the GPU events, are not held by the analyses below
+    # about half the work left, in a child on a second core where the trace was read on several
+    with second_core.part(lambda: (op_tables.cpu_ops(d), analyze(d, g, calls)), d.read_on > 1) as rest:
+        steps = per_step(d, g, calls, gpu_roles)
+        del gpu_roles  # its unions, as long as the GPU events, are not held by the analyses below
+        gpu = gpu_breakdown.breakdown(g, d.gpu_count)
+        cpu_ops, analyses = rest.result()
     return TraceAsRead(
         file=str(path),
         rank=rank,
@@ -59,9 +64,9 @@ def _analyzed(d: Collected, path: Path) -> TraceAsRead:
         events=d.events,
         steps=step_stats(d.steps),
         per_step=steps,
-        gpu=gpu_breakdown.breakdown(g, d.gpu_count),
-        top_cpu_ops=op_tables.cpu_ops(d),
+        gpu=gpu,
+        top_cpu_ops=cpu_ops,
         top_gpu_kernels=kernels,
         precision=gemm_precision(d.header, kernels),
-        analyses=analyze(d, g, calls),
+        analyses=analyses,
     )

@@ -24,14 +24,14 @@ def state(c: Collector) -> tuple:
 
 
 def dump(d: collect.Collected) -> dict:
-    """Everything in ``d``, comparable with ==."""
+    """Everything ``d`` holds of its trace, comparable with == (not ``read_on``: how it was read)."""
     tables = split.TABLES  # per-thread columns, read whole (spilled parts included)
     per_thread = {t: {k: [a.tolist() for a in cols] for k, cols in getattr(d, t).items()} for t in tables}
     cpu = [a.tolist() for a in d.cpu_calls()]
     plain = {  # arrays as bytes: NaN (a memcpy without bandwidth) equals itself there
         f.name: (v.tobytes() if isinstance(v, array) else v)
         for f in dataclasses.fields(d)
-        if "spilled" not in f.name and f.name not in tables
+        if "spilled" not in f.name and f.name not in tables and f.name != "read_on"
         for v in [getattr(d, f.name)]
     }
     return {**plain, **per_thread, "cpu": cpu}

@@ -232,6 +232,7 @@ def test_real_gpu_traces_in_three_ranges_collect_the_same(path, in_ranges, rerea
     three = _outcome(path, 3)
     assert rereads == [] and len(range_merges) == 2 and min(range_merges) > 0
     assert three == _outcome(path, 1)
+    assert (collect_trace(path, 3).read_on, collect_trace(path, 1).read_on) == (3, 1)  # its analyses: two cores
 
 
 def test_a_gzip_longer_than_its_trailer_says_is_read_in_one_process(tmp_path, in_ranges, rereads):
@@ -325,7 +326,8 @@ def test_a_file_replaced_while_the_workers_start_is_read_in_one_process(tmp_path
 @pytest.mark.parametrize("mode", ["always", "chunks"])
 @pytest.mark.parametrize("name", ["rank0.json", "rank0.json.gz"])
 def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, name):
-    """The CLI end to end: one ~6 MB trace, --jobs 2 (in ranges, or chunk by chunk) against --jobs 1."""
+    """The CLI end to end: one ~6 MB trace, --jobs 2 (in ranges, or chunk by chunk) against --jobs 1;
+    read in ranges, part of its analyses in a child (second_core.py)."""
     from benchmarks.analysis_scale import build
 
     path = tmp_path / name
@@ -337,12 +339,17 @@ def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, nam
 
     # which way the file was read, said on stderr at exit
     code = (
-        "import atexit, sys\nfrom bridge_plugins.analysis.trace import split\nways = []\n"
+        "import atexit, os, sys\nfrom bridge_plugins.analysis.trace import split\nways = []\n"
         "for name in ('_read_ranges', '_read_split'):\n"
         "    def spy(*a, real=getattr(split, name), name=name):\n"
         "        ways.append((name, real(*a)))\n"
         "        return ways[-1][1]\n"
         "    setattr(split, name, spy)\n"
+        "from bridge_plugins.analysis import second_core\n"
+        "def fork(self, real=second_core.Part.fork):\n"
+        "    real(self)\n"
+        "    ways.append(('fork', os.getpid() != self.pid))\n"
+        "second_core.Part.fork = fork\n"
         "atexit.register(lambda: print(ways, file=sys.stderr))\n"
         "from bridge_plugins.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     )
@@ -360,6 +367,8 @@ def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, nam
         return r.stdout, r.stderr.strip()
 
     two, one = run("2"), run("1")
-    assert two[1] == str([("_read_ranges" if mode == "always" else "_read_split", True)])
+    # read in ranges, the analyses take a second core too
+    way = [("_read_ranges", True), ("fork", True)] if mode == "always" else [("_read_split", True)]
+    assert two[1] == str(way)
     assert one[1] == "[]"
     assert two[0] == one[0]

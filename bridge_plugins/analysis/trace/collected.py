@@ -52,6 +52,7 @@ class Collected:
     runtime: ThreadColumns = field(default_factory=ThreadColumns)  # CUDA runtime and driver calls (step_breakdown)
     step_ts: dict[int, float] = field(default_factory=dict)  # ProfilerStep number -> start (us)
     name_types: dict[int, str] = field(default_factory=dict)  # kernel type of the shared entries past MAX_NAMES
+    read_on: int = 1  # processes that read it (split.py): more than one, and its analyses take two cores too
 
     def _cpu_tail(self) -> tuple[array, ...]:
         return (self.cpu_corr, self.cpu_corr_ts, self.cpu_corr_dur, self.cpu_corr_name, self.cpu_corr_thread)

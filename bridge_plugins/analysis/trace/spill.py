@@ -8,6 +8,7 @@ when the figures are computed, one group (a thread's operators, say) at a time.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from array import array
 from collections.abc import Iterator, Mapping
@@ -15,6 +16,7 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 
 SPILL_AT = 1 << 18  # elements per column kept in memory before they are written out
+PREADV = hasattr(os, "preadv")
 
 
 class Spill:
@@ -26,11 +28,28 @@ class Spill:
         self._blocks: list[int] = []
 
     def write(self, columns: tuple[array, ...]) -> None:
-        """Append the columns' contents to the file and empty them."""
+        """Append the columns' contents to the file and empty them. Flushed at once: the file is read
+        at offsets (``os.preadv``, no shared offset moved), by this process or one forked from it
+        (chrome.py's second core), and what a buffer still held would be written twice."""
         self._blocks.append(len(columns[0]))
         for c in columns:
             c.tofile(self._file)
             del c[:]
+        self._file.flush()
+
+    def _read_at(self, into: np.ndarray, at: int) -> None:
+        """Fill ``into`` from the file's byte ``at`` on."""
+        view = into.data.cast("B")
+        done = 0
+        while done < len(view):
+            if PREADV:
+                n = os.preadv(self._file.fileno(), [view[done:]], at + done)
+            else:  # pragma: no cover - Windows, where no process is forked
+                self._file.seek(at + done)
+                n = self._file.readinto(view[done:])
+            if n == 0:
+                raise OSError(f"a spill file ended {len(view) - done} bytes early")
+            done += n
 
     def read(self, tail: tuple[array, ...], which: tuple[int, ...] | None = None) -> list[np.ndarray]:
         """Columns whole (all, or those at the indices ``which``): what was written, then what is
@@ -38,16 +57,13 @@ class Spill:
         which = tuple(range(len(tail))) if which is None else which
         n = sum(self._blocks) + len(tail[0])
         out = {i: np.empty(n, dtype=np.dtype(tail[i].typecode)) for i in which}
-        self._file.flush()
-        self._file.seek(0)
-        at = 0
+        at = offset = 0
         for size in self._blocks:
             for i, c in enumerate(tail):
                 col = out.get(i)
-                if col is None:
-                    self._file.seek(size * c.itemsize, 1)
-                else:
-                    self._file.readinto(col[at : at + size].data.cast("B"))
+                if col is not None:
+                    self._read_at(col[at : at + size], offset)
+                offset += size * c.itemsize
             at += size
         for i, col in out.items():
             c = tail[i]
@@ -58,15 +74,13 @@ class Spill:
         """The columns (all, or those at ``which``) a block at a time, in order: each written
         block, then what is still in ``tail``."""
         which = tuple(range(len(tail))) if which is None else which
-        self._file.flush()
         at = 0
         for size in self._blocks:
             out = {}
             for i, c in enumerate(tail):
                 if i in which:
                     out[i] = col = np.empty(size, dtype=np.dtype(c.typecode))
-                    self._file.seek(at)
-                    self._file.readinto(col.data.cast("B"))
+                    self._read_at(col, at)
                 at += size * c.itemsize
             yield [out[i] for i in which]
         yield columns(tail, None, which)

@@ -187,6 +187,7 @@ def collect_trace(path: Path, jobs: int = 1) -> Collected:
     ranges, total = split_plan.plan_ranges(path, size, jobs)
     if ranges > 1:
         if _read_ranges(path, c, ranges, total):
+            c.data.read_on = ranges
             return c.data
     else:
         workers = split_plan.plan(path, size, jobs)

@@ -1,0 +1,97 @@
+"""Part of one trace's analyses in a forked child while this process computes the rest: where the
+trace was read on several cores, its analyses take two as well (issue 32; chrome.py says which part).
+
+The child sends its result back pickled through a pipe. A child that fails in any way (an error,
+a signal, a result that does not arrive whole) costs time, not the output: the part runs here
+instead. Forked only on Linux, from a process with no other thread, and never for a trace read
+in one process (split.py decides that from the cores free).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Generic, TypeVar
+
+from bridge_plugins.analysis.parallel import FORKS
+
+T = TypeVar("T")
+
+
+class Part(Generic[T]):
+    """``fn()``'s result, from the child forked for it or, failing that, computed here."""
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self.fn = fn
+        self.pid: int | None = None
+        self.fd = -1
+
+    def fork(self) -> None:
+        """Start the child (the caller checked :func:`can_fork`)."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child: coverage does not follow it, its result is tested
+            os.close(r)
+            _child(self.fn, w)
+        os.close(w)
+        self.pid, self.fd = pid, r
+
+    def result(self) -> T:
+        """The child's result once it ended well, else ``fn()`` here."""
+        if self.pid is None:
+            return self.fn()
+        with open(self.fd, "rb") as pipe:
+            self.fd = -1
+            data = pipe.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = None
+        if os.waitstatus_to_exitcode(status) == 0 and data:  # 0: all was written (a part that exits: nothing)
+            return pickle.loads(data)
+        return self.fn()
+
+    def stop(self) -> None:
+        """The child killed and waited for, if still there (this process is leaving on an error)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if self.pid is not None:
+            os.kill(self.pid, signal.SIGKILL)  # not yet waited for: it is there, if only as a zombie
+            os.waitpid(self.pid, 0)
+            self.pid = None
+
+
+def _child(fn: Callable[[], T], w: int) -> None:  # pragma: no cover - runs in the child
+    """Compute ``fn()``, write it pickled to ``w`` and leave with 0; 1 on any error. ``os._exit``:
+    no buffer of the parent's (stdout, a file) is flushed a second time, no atexit handler runs."""
+    code = 1
+    try:
+        gc.disable()  # short-lived: collections would only copy the parent's pages
+        data = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
+        with open(w, "wb") as pipe:
+            pipe.write(data)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def can_fork() -> bool:
+    """A child can be forked safely here: Linux, and no other thread (whose locks it would inherit held)."""
+    return FORKS and threading.active_count() == 1
+
+
+@contextmanager
+def part(fn: Callable[[], T], fork: bool) -> Iterator[Part[T]]:
+    """``fn``'s :class:`Part`: in a forked child where ``fork`` and :func:`can_fork`, else computed
+    here when its result is asked for. The child is killed if the block leaves on an error."""
+    p = Part(fn)
+    if fork and can_fork():
+        p.fork()
+    try:
+        yield p
+    finally:
+        p.stop()

@@ -1,0 +1,123 @@
+"""second_core.py: part of a trace's analyses in a forked child, its result the same as computed here
+whatever becomes of the child; and the spill files both processes read at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from array import array
+
+import numpy as np
+import pytest
+
+from bridge_plugins.analysis import second_core
+from bridge_plugins.analysis.trace.spill import Spill
+
+pytestmark = pytest.mark.skipif(not second_core.FORKS, reason="forks on Linux only")
+
+
+def _pid_and(value: int) -> tuple[int, int]:
+    return os.getpid(), value
+
+
+def test_a_forked_part_is_computed_in_the_child_and_comes_back_whole():
+    big = list(range(300_000))  # a result larger than a pipe's buffer
+    with second_core.part(lambda: (os.getpid(), big), fork=True) as p:
+        assert p.pid is not None
+        pid, value = p.result()
+    assert pid not in (os.getpid(), None) and value == big
+    assert p.pid is None and p.fd == -1
+
+
+def test_not_forked_the_part_is_computed_here_when_asked():
+    calls = []
+    with second_core.part(lambda: calls.append(1) or os.getpid(), fork=False) as p:
+        assert p.pid is None and calls == []
+        assert p.result() == os.getpid()
+    assert calls == [1]
+
+
+def _only_here(what):
+    """A part that fails in any process but this one, by ``what``."""
+    parent = os.getpid()
+
+    def fn() -> tuple[int, int]:
+        if os.getpid() != parent:
+            what()
+        return _pid_and(7)
+
+    return fn
+
+
+def _raise():
+    raise MemoryError
+
+
+def _killed():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _exits_early():
+    os._exit(0)  # 0, with nothing written
+
+
+@pytest.mark.parametrize("what", [_raise, _killed, _exits_early, lambda: os._exit(3)])
+def test_a_child_that_fails_leaves_the_part_to_this_process(what):
+    with second_core.part(_only_here(what), fork=True) as p:
+        assert p.pid is not None
+        assert p.result() == (os.getpid(), 7)
+
+
+def test_a_block_left_on_an_error_kills_and_reaps_its_child():
+    r, w = os.pipe()
+    with pytest.raises(KeyboardInterrupt), second_core.part(lambda: os.read(r, 1), fork=True) as p:
+        pid = p.pid
+        raise KeyboardInterrupt
+    os.close(w)
+    os.close(r)
+    assert p.pid is None
+    with pytest.raises(ChildProcessError):  # waited for already: no zombie left
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_no_fork_beside_another_thread():
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        with second_core.part(lambda: os.getpid(), fork=True) as p:
+            assert p.pid is None
+            assert p.result() == os.getpid()
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_a_spill_is_on_disk_once_written_and_read_without_moving_the_file_offset():
+    s = Spill()
+    cols = (array("d", [1.0, 2.0, 3.0]), array("i", [4, 5, 6]))
+    s.write(cols)
+    fd = s._file.fileno()
+    assert os.fstat(fd).st_size == 3 * 8 + 3 * 4  # flushed: nothing a fork could write twice
+    cols[0].extend([9.0])
+    cols[1].extend([10])
+    s.write(cols)
+    offset = os.lseek(fd, 0, os.SEEK_CUR)
+    tail = (array("d", [11.0]), array("i", [12]))
+    ts, ids = s.read(tail)
+    assert ts.tolist() == [1.0, 2.0, 3.0, 9.0, 11.0] and ids.tolist() == [4, 5, 6, 10, 12]
+    assert [[c.tolist() for c in b] for b in s.blocks(tail, (1,))] == [[[4, 5, 6]], [[10]], [[12]]]
+    assert os.lseek(fd, 0, os.SEEK_CUR) == offset
+    s.close()
+
+
+def test_a_spill_read_in_a_child_and_here_at_once_gives_both_the_same():
+    s = Spill()
+    values = np.arange(200_000, dtype=np.float64)
+    for part in np.array_split(values, 4):
+        s.write((array("d", part.tobytes()),))
+    with second_core.part(lambda: s.read((array("d"),))[0].sum(), fork=True) as p:
+        here = s.read((array("d"),))[0].sum()
+        assert p.result() == here == values.sum()
+    s.close()
