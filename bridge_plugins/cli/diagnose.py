@@ -26,13 +26,17 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bridge_plugins.analysis.jsonable import dumps  # here, not above: see cli/summary.py
-    from bridge_plugins.analysis.pipeline import SCHEMA_VERSION, diagnose
+    from bridge_plugins.analysis.trace.read_ranges import reading_ahead  # here, not above: see cli/summary.py
 
-    try:
-        s = diagnose(args.paths, workers=workers(args))
-    except NothingToRead as e:
-        raise UsageError(str(e)) from None
+    w = workers(args)
+    with reading_ahead(args.paths, w.jobs if w.ray_address is None else 1):
+        from bridge_plugins.analysis.jsonable import dumps
+        from bridge_plugins.analysis.pipeline import SCHEMA_VERSION, diagnose
+
+        try:
+            s = diagnose(args.paths, workers=w)
+        except NothingToRead as e:
+            raise UsageError(str(e)) from None
     if args.json:
         print(dumps({"schema_version": SCHEMA_VERSION, "findings": s.findings}))
     else:

@@ -37,15 +37,20 @@ def print_problems(problems, command: str) -> None:  # schema.Problem rows
 
 
 def run(args) -> int:
-    # imported here, not above: the parser is built for every command, and --json needs no rich
-    from bridge_plugins.analysis.jsonable import dumps
-    from bridge_plugins.analysis.pipeline import summarize, without_timelines
+    # imported here, not above: the parser is built for every command, and --json needs no rich;
+    # the split first: a lone trace's workers read while the rest imports (trace/split.py)
+    from bridge_plugins.analysis.trace.read_ranges import reading_ahead
 
     top = top_rows(args)
-    try:
-        s = summarize(args.paths, top=top, workers=workers(args))
-    except NothingToRead as e:
-        raise UsageError(str(e)) from None
+    w = workers(args)
+    with reading_ahead(args.paths, w.jobs if w.ray_address is None else 1):
+        from bridge_plugins.analysis.jsonable import dumps
+        from bridge_plugins.analysis.pipeline import summarize, without_timelines
+
+        try:
+            s = summarize(args.paths, top=top, workers=w)
+        except NothingToRead as e:
+            raise UsageError(str(e)) from None
     if args.json:
         print(dumps(s if args.timelines else without_timelines(s)))
     else:

@@ -121,18 +121,27 @@ def test_ranges_follow_the_size_the_cores_free_and_the_mode(size, total, jobs, c
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, 1 << 40), st.integers(1, 64))
-def test_range_bounds_give_each_process_as_much_to_do(total, ranges):
-    starts = split_plan.range_bounds(total, ranges)
+@given(st.integers(0, 1 << 40), st.integers(1, 64), st.one_of(st.just(0), st.integers(0, 1 << 40)))
+def test_range_bounds_give_each_process_as_much_to_do(total, ranges, head_start):
+    """Every worker as much as the others; this process as much less as their head start, unless
+    that would leave it less than ``total / (2 * ranges)``: then that much."""
+    starts = split_plan.range_bounds(total, ranges, head_start)
     assert len(starts) == ranges and starts[0] == 0
     assert starts == sorted(starts) and (ranges == 1 or starts[-1] <= total)
     ends = [*starts[1:], total]
     work = [split_plan.PREFIX_COST * s + (e - s) for s, e in zip(starts, ends, strict=True)]
-    assert max(work) - min(work) <= 2 * ranges + 1  # rounding only
+    rounding = 2 * ranges + 1 + total * 1e-12
+    assert max(work[1:], default=0) - min(work[1:], default=0) <= rounding
+    if ranges > 1:
+        lead = work[1] - work[0]
+        least = abs(work[0] - total / (2 * ranges)) <= rounding
+        assert abs(lead - head_start) <= rounding or (least and lead < head_start)
 
 
 def test_two_ranges_give_the_worker_less_than_half():
     assert split_plan.range_bounds(1000, 2) == [0, 541]  # 541 = 0.15 * 541 + 459
+    assert split_plan.range_bounds(1000, 2, 37) == [0, 521]  # 521 + 37 = 0.15 * 521 + 479
+    assert split_plan.range_bounds(1000, 2, 1000) == [0, 250]  # at least 1000 / (2 * 2)
 
 
 def test_cpu_ticks_count_the_cpus_given_only():

@@ -1,4 +1,4 @@
-"""One trace read in ranges (trace/split.py ``_read_ranges``): this process reads the first range,
+"""One trace read in ranges (trace/read_ranges.py): this process reads the first range,
 each worker reads the file itself and gathers its own range into one part, merged here in file
 order. It must collect exactly what one process does, spill blocks included (a float sum per
 block depends on them), and fail with the same error.
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bridge_plugins.analysis.trace import chunked, collect, cutting, split, split_plan, split_worker
+from bridge_plugins.analysis.trace import chunked, collect, cutting, read_ranges, split, split_plan, split_worker
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.header import header
 from bridge_plugins.analysis.trace.reader import TraceError
@@ -199,14 +199,14 @@ def test_at_the_step_cap_a_known_step_still_takes_a_longer_span(monkeypatch):
 def range_merges(monkeypatch) -> list[int]:
     """The events of each range part merged here."""
     seen: list[int] = []
-    real = split.merge
+    real = read_ranges.merge
 
     def spy(c, p, frozen_base=None, marks=None):
         assert marks is not None, "a chunk's part: this file was read chunk by chunk"
         seen.append(p.events)
         return real(c, p, frozen_base, marks)
 
-    monkeypatch.setattr(split, "merge", spy)
+    monkeypatch.setattr(read_ranges, "merge", spy)
     return seen
 
 
@@ -289,14 +289,14 @@ def test_a_pool_broken_before_the_ranges_are_sent_leaves_the_file_to_this_proces
     """A worker that died as it started: the submit itself fails."""
     from concurrent.futures.process import BrokenProcessPool
 
-    real = split.start_pool
+    real = read_ranges.start_pool
 
     def broken_pool(jobs):
         pool = real(jobs)
         pool.submit = lambda *a, **k: (_ for _ in ()).throw(BrokenProcessPool("a worker died"))
         return pool
 
-    monkeypatch.setattr(split, "start_pool", broken_pool)
+    monkeypatch.setattr(read_ranges, "start_pool", broken_pool)
     two = _outcome(JOB2, 2)
     assert rereads == [JOB2]
     assert two == _outcome(JOB2, 1)
@@ -309,17 +309,17 @@ def test_a_file_replaced_while_the_workers_start_is_read_in_one_process(tmp_path
     data = gzip.decompress(JOB2.read_bytes())
     path.write_bytes(data)
     other.write_bytes(data.replace(b'"cpu_op"', b'"cpu_xx"'))  # as long, other events kept
-    real = split.start_pool
+    real = read_ranges.start_pool
 
     def swapping_pool(jobs):
         pool = real(jobs)
         os.replace(other, path)
         return pool
 
-    monkeypatch.setattr(split, "start_pool", swapping_pool)
+    monkeypatch.setattr(read_ranges, "start_pool", swapping_pool)
     two = _outcome(path, 2)
     assert rereads == [path]
-    monkeypatch.setattr(split, "start_pool", real)
+    monkeypatch.setattr(read_ranges, "start_pool", real)
     assert two == _outcome(path, 1)  # the new file's, read in one pass
 
 
@@ -327,7 +327,8 @@ def test_a_file_replaced_while_the_workers_start_is_read_in_one_process(tmp_path
 @pytest.mark.parametrize("name", ["rank0.json", "rank0.json.gz"])
 def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, name):
     """The CLI end to end: one ~6 MB trace, --jobs 2 (in ranges, or chunk by chunk) against --jobs 1;
-    read in ranges, part of its analyses in a child (second_core.py)."""
+    read in ranges, its workers started before the analyses are imported (read_ranges.reading_ahead), and
+    part of its analyses in a child (second_core.py)."""
     from benchmarks.analysis_scale import build
 
     path = tmp_path / name
@@ -339,12 +340,19 @@ def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, nam
 
     # which way the file was read, said on stderr at exit
     code = (
-        "import atexit, os, sys\nfrom bridge_plugins.analysis.trace import split\nways = []\n"
-        "for name in ('_read_ranges', '_read_split'):\n"
-        "    def spy(*a, real=getattr(split, name), name=name):\n"
-        "        ways.append((name, real(*a)))\n"
-        "        return ways[-1][1]\n"
-        "    setattr(split, name, spy)\n"
+        "import atexit, os, sys\nfrom bridge_plugins.analysis.trace import read_ranges, split\nways = []\n"
+        "def read_split(*a, real=split._read_split):\n"
+        "    ways.append(('_read_split', real(*a)))\n"
+        "    return ways[-1][1]\n"
+        "split._read_split = read_split\n"
+        "def start(self, path, ranges, total, head_start=0, real=read_ranges.Ranges.__init__):\n"
+        "    ways.append(('ahead' if head_start else 'ranges', 'bridge_plugins.analysis.pipeline' in sys.modules))\n"
+        "    real(self, path, ranges, total, head_start)\n"
+        "read_ranges.Ranges.__init__ = start\n"
+        "def finish(self, c, real=read_ranges.Ranges.finish):\n"
+        "    ways.append(('finish', real(self, c)))\n"
+        "    return ways[-1][1]\n"
+        "read_ranges.Ranges.finish = finish\n"
         "from bridge_plugins.analysis import second_core\n"
         "def fork(self, real=second_core.Part.fork):\n"
         "    real(self)\n"
@@ -354,9 +362,9 @@ def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, nam
         "from bridge_plugins.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     )
 
-    def run(jobs: str) -> tuple[str, str]:
+    def run(jobs: str, command: str = "summary") -> tuple[str, str]:
         r = subprocess.run(
-            [sys.executable, "-c", code, "summary", "--json", "--jobs", jobs, str(path)],
+            [sys.executable, "-c", code, command, "--json", "--jobs", jobs, str(path)],
             capture_output=True,
             text=True,
             cwd=ROOT,
@@ -367,8 +375,66 @@ def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, nam
         return r.stdout, r.stderr.strip()
 
     two, one = run("2"), run("1")
-    # read in ranges, the analyses take a second core too
-    way = [("_read_ranges", True), ("fork", True)] if mode == "always" else [("_read_split", True)]
+    # read in ranges, started before the analyses were imported; the analyses take a second core too
+    way = [("ahead", False), ("finish", True), ("fork", True)] if mode == "always" else [("_read_split", True)]
     assert two[1] == str(way)
     assert one[1] == "[]"
     assert two[0] == one[0]
+    if mode == "always" and name == "rank0.json":  # diagnose reads ahead too
+        two, one = run("2", "diagnose"), run("1", "diagnose")
+        assert (two[1], one[1]) == (str(way), "[]")
+        assert two[0] == one[0] and '"findings"' in two[0]
+
+
+def _started(monkeypatch) -> list:
+    """The reads in ranges started from here on."""
+    started: list = []
+    real = read_ranges.Ranges.__init__
+
+    def spy(self, *a, **k):
+        real(self, *a, **k)
+        started.append(self)
+
+    monkeypatch.setattr(read_ranges.Ranges, "__init__", spy)
+    return started
+
+
+def test_a_read_started_ahead_is_taken_over_by_the_collector(in_ranges, rereads, range_merges, monkeypatch):
+    started = _started(monkeypatch)
+    with read_ranges.reading_ahead([str(JOB2)], 2):
+        assert len(started) == 1 and list(read_ranges._AHEAD) == [os.path.realpath(JOB2)]
+        starts = started[0].starts
+        d = collect_trace(JOB2, 2)
+        assert read_ranges._AHEAD == {} and len(started) == 1  # taken over, not started again
+    assert (rereads, len(range_merges), d.read_on) == ([], 1, 2)
+    size = split_plan.json_bytes(JOB2, JOB2.stat().st_size)
+    assert starts == split_plan.range_bounds(size, 2, split_plan.HEAD_START_BYTES)  # its head start
+    assert starts[1] < split_plan.range_bounds(size, 2)[1]
+    assert (dump(d), _blocks(d)) == _outcome(JOB2, 1)
+
+
+def test_a_read_started_ahead_and_not_taken_over_is_stopped(in_ranges, monkeypatch):
+    started = _started(monkeypatch)
+    with pytest.raises(KeyError), read_ranges.reading_ahead([str(JOB2)], 2):
+        pids = [p.pid for p in started[0].pool._processes.values()]
+        raise KeyError  # the command failed before reading it
+    assert read_ranges._AHEAD == {} and started[0].pool is None and started[0].raw.closed
+    for pid in pids:  # the worker was stopped and waited for
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+@pytest.mark.parametrize(
+    "paths, jobs",
+    [
+        ([str(JOB2), str(JOB2)], 2),  # two traces: a process each
+        ([str(JOB2)], 1),
+        ([str(JOB2.parent)], 2),  # a directory: its traces are found later
+        (["/nonexistent/rank0.json"], 2),  # its reader says why, later
+        ([str(JOB2) + ".sqlite"], 2),
+    ],
+)
+def test_no_read_is_started_ahead_but_for_one_chrome_trace_file(in_ranges, monkeypatch, paths, jobs):
+    started = _started(monkeypatch)
+    with read_ranges.reading_ahead(paths, jobs):
+        assert started == [] and read_ranges._AHEAD == {}

@@ -1,4 +1,4 @@
-"""One trace on several cores, byte-identical to one process: in byte ranges (:func:`_read_ranges`:
+"""One trace on several cores, byte-identical to one process: in byte ranges (read_ranges.py:
 each process reads the file itself and collects the chunks that start in its range), or chunk by
 chunk (:func:`read_split`: this process cuts, workers collect each chunk, a part that cannot be
 merged exactly is read here). The parts are merged in file order (merge.py), names, threads and
@@ -14,12 +14,12 @@ import os
 import tempfile
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
 from bridge_plugins.analysis.parallel import FORKS, file_size, start_pool, terminate
-from bridge_plugins.analysis.trace import chunked, collect, split_plan, split_worker
+from bridge_plugins.analysis.trace import chunked, collect, read_ranges, split_plan, split_worker
 from bridge_plugins.analysis.trace.collect import Collected, Collector, Record
 from bridge_plugins.analysis.trace.cutting import blocks, chunks
 from bridge_plugins.analysis.trace.header import header
@@ -179,78 +179,29 @@ def read_split(
 
 def collect_trace(path: Path, jobs: int = 1) -> Collected:
     """What :class:`Collector` gathers from the trace at ``path``, read by ``jobs`` processes
-    (the same data as one): in ranges (:func:`_read_ranges`) where split_plan.py says so, else
-    chunk by chunk (:func:`read_split`). Raises TraceError as :func:`reader.read_trace` does."""
+    (the same data as one): in ranges (read_ranges.py: started here, or ahead by the command)
+    where split_plan.py says so, else chunk by chunk (:func:`read_split`).
+    Raises TraceError as :func:`reader.read_trace` does."""
     path = Path(path)
     c = Collector()
-    size = file_size(path)
-    ranges, total = split_plan.plan_ranges(path, size, jobs)
-    if ranges > 1:
-        if _read_ranges(path, c, ranges, total):
-            c.data.read_on = ranges
+    ahead = read_ranges.taken_over(path) if jobs > 1 else None
+    if ahead is not None:
+        if ahead.finish(c):
+            c.data.read_on = len(ahead.starts)
             return c.data
     else:
-        workers = split_plan.plan(path, size, jobs)
-        if workers > 1 and _read_split(path, c, workers):
-            return c.data
+        size = file_size(path)
+        ranges, total = split_plan.plan_ranges(path, size, jobs)
+        if ranges > 1:
+            if read_ranges.Ranges(path, ranges, total).finish(c):
+                c.data.read_on = ranges
+                return c.data
+        else:
+            workers = split_plan.plan(path, size, jobs)
+            if workers > 1 and _read_split(path, c, workers):
+                return c.data
     read_trace(path, c.on_header, c.on_event, Record, c.on_records)  # on_header starts c afresh
     return c.data
-
-
-def _read_ranges(path: Path, c: Collector, ranges: int, total: int) -> bool:
-    """The file in ``ranges`` ranges of its ``total`` bytes of JSON (split_plan.range_bounds): the
-    first read here into ``c``, each other by a worker of its own that reads the file itself
-    (inflating what comes before its range too), its part merged into ``c`` in file order. Every
-    process inflates in the thread that reads: they fill the cores between them. False: read the
-    file again in one process (a cut inside a string, a part past a cap, a worker that died or
-    found another file at the path). Raises what one pass raises."""
-    with contextlib.ExitStack() as opened:
-        with named_errors(path):
-            raw = opened.enter_context(open_regular(path))
-            identity = split_worker.file_identity(raw)
-        pool = start_pool(ranges - 1)  # the file is open: each worker checks that it opens the same one
-        try:
-            with named_errors(path):
-                starts = split_plan.range_bounds(total, ranges)
-                done = _ranges_merged(raw, path, c, pool, starts, (total, identity))
-        except BaseException:
-            terminate(pool)
-            raise
-    if done:
-        pool.shutdown(wait=True)
-    else:
-        terminate(pool)
-    return done
-
-
-def _ranges_merged(
-    raw: BinaryIO, path: Path, c: Collector, pool: ProcessPoolExecutor, starts: list[int], expect: tuple[int, tuple]
-) -> bool:
-    """:func:`_read_ranges`' work, the file open as ``raw`` and the pool started: the ranges
-    beginning at ``starts``; ``expect``: the bytes of JSON and the file's identity, which each
-    worker checks."""
-    from concurrent.futures.process import BrokenProcessPool
-
-    try:
-        futures = [
-            pool.submit(split_worker.collect_range, str(path), lo, hi, *expect)
-            for lo, hi in zip(starts[1:], [*starts[2:], None], strict=True)
-        ]
-    except BrokenProcessPool:  # a worker died as it started
-        return False
-    with chunked.open_stream(raw, path.name.endswith(".gz"), 0) as fh:
-        if not split_worker.read_range(fh, c, 0, starts[1]):
-            return False
-    for future in futures:
-        try:
-            kind, value = future.result()
-        except BrokenProcessPool:
-            return False
-        if kind == "error":
-            raise chunked.Unreadable(value)
-        if kind != "part" or not merge(c, value[0], marks=value[1]):
-            return False
-    return True
 
 
 def _read_split(path: Path, c: Collector, jobs: int) -> bool:

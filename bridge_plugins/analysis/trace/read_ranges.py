@@ -1,0 +1,132 @@
+"""One trace read in byte ranges, byte-identical to one process: this process reads the first range,
+a worker of its own each of the others (split_worker.py), and the parts are merged in file order
+(merge.py). A command may start the workers ahead (:func:`reading_ahead`), before it imports the
+analyses; split.collect_trace finishes the read. Where and how many: split_plan.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bridge_plugins.analysis.parallel import file_size, start_pool, terminate
+from bridge_plugins.analysis.trace import chunked, split_plan, split_worker
+from bridge_plugins.analysis.trace.collect import Collector
+from bridge_plugins.analysis.trace.merge import merge
+from bridge_plugins.analysis.trace.reader import named_errors
+from bridge_plugins.jobdir.regular_file import open_regular
+
+if TYPE_CHECKING:  # imported when a pool runs
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+_AHEAD: dict[str, Ranges] = {}
+"""The reads started ahead (:func:`reading_ahead`), by the file's real path, until collected."""
+
+
+def _ahead_key(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def taken_over(path: Path) -> Ranges | None:
+    """The read of ``path`` started ahead, now the caller's to finish; None if there is none."""
+    return _AHEAD.pop(_ahead_key(path), None)
+
+
+@contextlib.contextmanager
+def reading_ahead(paths: list[str], jobs: int) -> Iterator[None]:
+    """Where ``paths`` is one Chrome trace file that will be read in ranges, start its workers now:
+    they read while this process still imports the analyses (``HEAD_START_BYTES`` more each), and
+    split.collect_trace takes them over. A read not taken over is stopped on the way out. A file
+    that cannot be opened starts nothing: its reader says why, as without this."""
+    ahead = None
+    if len(paths) == 1 and jobs > 1 and str(paths[0]).endswith((".json", ".json.gz")):
+        path = Path(paths[0])
+        size = file_size(path)
+        ranges, total = split_plan.plan_ranges(path, size, jobs)
+        if ranges > 1:
+            with contextlib.suppress(Exception):
+                ahead = _AHEAD[_ahead_key(path)] = Ranges(path, ranges, total, split_plan.HEAD_START_BYTES)
+    try:
+        yield
+    finally:
+        if ahead is not None and _AHEAD.get(_ahead_key(ahead.path)) is ahead:
+            del _AHEAD[_ahead_key(ahead.path)]
+            ahead.close(False)
+
+
+class Ranges:
+    """The file in ranges of its ``total`` bytes of JSON (split_plan.range_bounds): every range but
+    the first read by a worker of its own, started here, that reads the file itself (inflating what
+    comes before its range too); the first read into a collector by :meth:`finish`, which merges
+    the workers' parts into it in file order. Every process inflates in the thread that reads: they
+    fill the cores between them."""
+
+    def __init__(self, path: Path, ranges: int, total: int, head_start: int = 0) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        self.path = path
+        with named_errors(path):
+            self.raw = open_regular(path)
+        try:
+            with named_errors(path):
+                identity = split_worker.file_identity(self.raw)
+            # the file is open: each worker checks that it opens the same one
+            self.pool: ProcessPoolExecutor | None = start_pool(ranges - 1)
+        except BaseException:
+            self.raw.close()
+            raise
+        self.starts = split_plan.range_bounds(total, ranges, head_start)
+        self.futures: list[Future] | None = None
+        try:
+            self.futures = [
+                self.pool.submit(split_worker.collect_range, str(path), lo, hi, total, identity)
+                for lo, hi in zip(self.starts[1:], [*self.starts[2:], None], strict=True)
+            ]
+        except BrokenProcessPool:  # a worker died as it started: finish() says read it again
+            pass
+        except BaseException:
+            self.close(False)
+            raise
+
+    def finish(self, c: Collector) -> bool:
+        """Read the first range into ``c`` and merge the workers' parts. False: read the file again
+        in one process (a cut inside a string, a part past a cap, a worker that died or found
+        another file at the path). Raises what one pass raises."""
+        done = False
+        try:
+            with named_errors(self.path):
+                done = self.futures is not None and self._merged(c)
+        finally:
+            self.close(done)
+        return done
+
+    def _merged(self, c: Collector) -> bool:
+        from concurrent.futures.process import BrokenProcessPool
+
+        assert self.futures is not None
+        with chunked.open_stream(self.raw, self.path.name.endswith(".gz"), 0) as fh:
+            if not split_worker.read_range(fh, c, 0, self.starts[1]):
+                return False
+        for future in self.futures:
+            try:
+                kind, value = future.result()
+            except BrokenProcessPool:
+                return False
+            if kind == "error":
+                raise chunked.Unreadable(value)
+            if kind != "part" or not merge(c, value[0], marks=value[1]):
+                return False
+        return True
+
+    def close(self, done: bool) -> None:
+        """The workers let finish (``done``) or stopped, and the file closed."""
+        if self.pool is not None:
+            if done:
+                self.pool.shutdown(wait=True)
+            else:
+                terminate(self.pool)
+            self.pool = None
+        self.raw.close()
