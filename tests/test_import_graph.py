@@ -82,3 +82,15 @@ def test_the_cli_parser_loads_no_reader():
     )
     out = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_the_range_reader_loads_no_numpy():
+    """A read in ranges forks its workers once ``read_ranges`` is imported, before the command
+    imports the analyses: numpy (~30 ms) is imported after the fork, by this process alone, where
+    the columns are read back or a part merged (spill.py, merge.py)."""
+    code = (
+        "import sys\nimport bridge_plugins.cli, bridge_plugins.analysis.trace.read_ranges\n"
+        "print(sorted(m for m in ('numpy', 'bridge_plugins.analysis.pipeline') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr

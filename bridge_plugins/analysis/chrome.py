@@ -51,11 +51,12 @@ def _analyzed(d: Collected, path: Path) -> TraceAsRead:
     g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
     del keep
     # about half the work left, in a child on a second core where the trace was read on several
-    with second_core.part(lambda: (op_tables.cpu_ops(d), analyze(d, g, calls)), d.read_on > 1) as rest:
+    with second_core.part(lambda: analyze(d, g, calls), d.read_on > 1) as rest:
         steps = per_step(d, g, calls, gpu_roles)
         del gpu_roles  # its unions, as long as the GPU events, are not held by the analyses below
         gpu = gpu_breakdown.breakdown(g, d.gpu_count)
-        cpu_ops, analyses = rest.result()
+        cpu_ops = op_tables.cpu_ops(d)
+        analyses = rest.result()
     return TraceAsRead(
         file=str(path),
         rank=rank,

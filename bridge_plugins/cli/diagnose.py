@@ -33,6 +33,11 @@ def run(args) -> int:
         from bridge_plugins.analysis.jsonable import dumps
         from bridge_plugins.analysis.pipeline import SCHEMA_VERSION, diagnose
 
+        if not args.json:  # the renderer (rich) too, while the workers read
+            from rich.text import Text
+
+            from bridge_plugins.analysis.text.findings import advice, evidence, findings_table
+            from bridge_plugins.analysis.text.summary import console
         try:
             s = diagnose(args.paths, workers=w)
         except NothingToRead as e:
@@ -40,11 +45,6 @@ def run(args) -> int:
     if args.json:
         print(dumps({"schema_version": SCHEMA_VERSION, "findings": s.findings}))
     else:
-        from rich.text import Text
-
-        from bridge_plugins.analysis.text.findings import advice, evidence, findings_table
-        from bridge_plugins.analysis.text.summary import console
-
         out = console()
         out.print(findings_table(s.findings))
         for line in [*evidence(s.findings), *advice(s.findings)]:

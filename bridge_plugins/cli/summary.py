@@ -47,6 +47,8 @@ def run(args) -> int:
         from bridge_plugins.analysis.jsonable import dumps
         from bridge_plugins.analysis.pipeline import summarize, without_timelines
 
+        if not args.json:  # the renderer (rich) too, while the workers read
+            from bridge_plugins.analysis.text.summary import console, print_summary
         try:
             s = summarize(args.paths, top=top, workers=w)
         except NothingToRead as e:
@@ -54,8 +56,6 @@ def run(args) -> int:
     if args.json:
         print(dumps(s if args.timelines else without_timelines(s)))
     else:
-        from bridge_plugins.analysis.text.summary import console, print_summary
-
         print_summary(s, console())
     print_problems(s.problems, "summary")
     return 0

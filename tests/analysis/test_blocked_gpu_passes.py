@@ -5,7 +5,6 @@ what one pass over all of them gives, to the bit, on the real GPU traces: each i
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +48,6 @@ SMALL = (1, 7)
 @functools.cache
 def _read(path: str) -> tuple[Collected, GpuEvents, CpuCalls, dict[str, np.ndarray]]:
     """The trace's collected state, its joined GPU events, and a copy of the collector's GPU columns."""
-    os.environ.setdefault("BRIDGE_PLUGINS_SPLIT", "never")
     d = collect_trace(Path(path), 1)
     cols = {
         "ts": np.frombuffer(d.gpu_ts, np.float64).copy(),

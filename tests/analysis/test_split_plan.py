@@ -211,3 +211,21 @@ def test_plan_ranges_reads_the_mode_and_asks_nothing_of_one_job(monkeypatch, tmp
     assert split_plan.plan_ranges(path, BIG, 3) == (2, BIG)
     monkeypatch.setattr(split_plan, "_cores_free", lambda: 0.2)
     assert split_plan.plan_ranges(path, BIG, 3) == (1, BIG)
+
+
+def test_a_plan_made_early_takes_only_measured_idle_cores(monkeypatch, tmp_path):
+    """Started ahead, a few ticks after the command began: the load average does not decide."""
+    path = tmp_path / "big.json"
+    path.write_bytes(b"{}")
+    monkeypatch.setenv(split_plan.MODE_VARIABLE, "auto")
+    monkeypatch.setattr(split_plan.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # both free, it says
+    monkeypatch.setattr(split_plan.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(cpu_idle, "STARTED", (1000, 10_000))
+    monkeypatch.setattr(cpu_idle, "ticks_now", lambda: (1004, 10_008))  # too few ticks
+    assert split_plan.plan_ranges(path, BIG, 3, measured=True) == (1, BIG)
+    assert split_plan.plan_ranges(path, BIG, 3) == (2, BIG)  # later, the load average decides
+    monkeypatch.setattr(cpu_idle, "ticks_now", lambda: (1010, 10_020))  # enough: half idle
+    assert split_plan.plan_ranges(path, BIG, 3, measured=True) == (2, BIG)
+    monkeypatch.setattr(cpu_idle, "ticks_now", lambda: (1004, 10_008))
+    monkeypatch.setenv(split_plan.MODE_VARIABLE, "always")
+    assert split_plan.plan_ranges(path, BIG, 3, measured=True) == (3, BIG)

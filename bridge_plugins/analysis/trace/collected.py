@@ -7,10 +7,12 @@ from __future__ import annotations
 from array import array
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.trace.spill import Spill, ThreadColumns, blocks, columns
+
+if TYPE_CHECKING:  # imported where the columns are read back: a range worker never imports numpy
+    import numpy as np
 
 
 @dataclass

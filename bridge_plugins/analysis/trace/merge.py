@@ -11,13 +11,15 @@ from array import array
 from collections.abc import Callable
 from functools import partial
 from itertools import repeat
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.trace import collect
 from bridge_plugins.analysis.trace.collect import Collected, Collector
 from bridge_plugins.analysis.trace.kernel_types import kernel_type
 from bridge_plugins.analysis.trace.spill import Spill
+
+if TYPE_CHECKING:  # imported where a part is merged: a range worker never imports numpy
+    import numpy as np
 
 _GPU = ("gpu_name", "gpu_ts", "gpu_dur", "gpu_corr", "gpu_stream", "gpu_cat")
 TABLES = tuple(table for table, _ in collect.TABLE_CATEGORIES)
@@ -25,11 +27,15 @@ TABLES = tuple(table for table, _ in collect.TABLE_CATEGORIES)
 
 
 def _remap(ids: array, mapping: np.ndarray) -> bytes:
+    import numpy as np
+
     return mapping[np.frombuffer(ids, dtype=np.int32)].tobytes() if len(ids) else b""
 
 
 def _used(columns: list[array], n: int) -> np.ndarray:
     """Which of the part's ``n`` local name ids appear in ``columns``."""
+    import numpy as np
+
     mask = np.zeros(n, dtype=bool)
     for col in columns:
         if len(col):
@@ -44,6 +50,8 @@ def _name_maps(c: Collector, p: Collected) -> tuple[np.ndarray, np.ndarray] | No
     Past MAX_NAMES a name gets no id of its own but a shared entry: its kernel type's for a GPU
     event, "(other operators)" for the rest, each made when first needed. Where the part would make
     two or more of them, their ids depend on which event came first, which the part does not keep."""
+    import numpy as np
+
     ids, names = c._ids, p.names
     known = np.array(list(map(ids.get, names, repeat(-1))), dtype=np.int64)
     new = np.flatnonzero(known < 0)  # in the order the chunk met them
@@ -73,6 +81,8 @@ def _frozen_map(c: Collector, p: Collected, base: int) -> np.ndarray | None:
     """The ids of a part gathered with ``c``'s first ``base`` names (:func:`part_of`) as ``c``'s:
     its own ids below ``base``, and its shared entries (``p.names``) ``c``'s, made where needed;
     None (``c`` unchanged) where two would be made: which comes first decides their ids."""
+    import numpy as np
+
     kinds = [p.name_types.get(base + k) for k in range(len(p.names))]  # a CPU entry has no type
     assert len(c._ids) == base  # the names were full when written: none was added since
     if len(set(kinds) - c._shared.keys()) > 1:
@@ -93,6 +103,8 @@ def merge(
     a part gathered with ``c``'s names (:func:`part_of`), the id of its first shared entry.
     ``marks``: a part of many chunks (a range worker's, ``Collector.marks``), spilled here where
     one pass would have spilled it."""
+    import numpy as np
+
     d = c.data
     new_threads = [t for t in p.threads if t not in c._threads]
     new_steps = sum(1 for n in p.steps if n not in d.steps)

@@ -45,7 +45,7 @@ def reading_ahead(paths: list[str], jobs: int) -> Iterator[None]:
     if len(paths) == 1 and jobs > 1 and str(paths[0]).endswith((".json", ".json.gz")):
         path = Path(paths[0])
         size = file_size(path)
-        ranges, total = split_plan.plan_ranges(path, size, jobs)
+        ranges, total = split_plan.plan_ranges(path, size, jobs, measured=True)
         if ranges > 1:
             with contextlib.suppress(Exception):
                 ahead = _AHEAD[_ahead_key(path)] = Ranges(path, ranges, total, split_plan.HEAD_START_BYTES)
@@ -54,7 +54,7 @@ def reading_ahead(paths: list[str], jobs: int) -> Iterator[None]:
     finally:
         if ahead is not None and _AHEAD.get(_ahead_key(ahead.path)) is ahead:
             del _AHEAD[_ahead_key(ahead.path)]
-            ahead.close(False)
+            ahead.close()
 
 
 class Ranges:
@@ -88,7 +88,7 @@ class Ranges:
         except BrokenProcessPool:  # a worker died as it started: finish() says read it again
             pass
         except BaseException:
-            self.close(False)
+            self.close()
             raise
 
     def finish(self, c: Collector) -> bool:
@@ -121,8 +121,8 @@ class Ranges:
                 return False
         return True
 
-    def close(self, done: bool) -> None:
-        """The workers let finish (``done``) or stopped, and the file closed."""
+    def close(self, done: bool = False) -> None:
+        """The workers let finish (``done``: each sent its part) or stopped, and the file closed."""
         if self.pool is not None:
             if done:
                 self.pool.shutdown(wait=True)

@@ -12,8 +12,10 @@ import os
 import tempfile
 from array import array
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # imported where the columns are read back: a range worker never imports numpy
+    import numpy as np
 
 SPILL_AT = 1 << 18  # elements per column kept in memory before they are written out
 PREADV = hasattr(os, "preadv")
@@ -54,6 +56,8 @@ class Spill:
     def read(self, tail: tuple[array, ...], which: tuple[int, ...] | None = None) -> list[np.ndarray]:
         """Columns whole (all, or those at the indices ``which``): what was written, then what is
         still in ``tail``."""
+        import numpy as np
+
         which = tuple(range(len(tail))) if which is None else which
         n = sum(self._blocks) + len(tail[0])
         out = {i: np.empty(n, dtype=np.dtype(tail[i].typecode)) for i in which}
@@ -73,6 +77,8 @@ class Spill:
     def blocks(self, tail: tuple[array, ...], which: tuple[int, ...] | None = None) -> Iterator[list[np.ndarray]]:
         """The columns (all, or those at ``which``) a block at a time, in order: each written
         block, then what is still in ``tail``."""
+        import numpy as np
+
         which = tuple(range(len(tail))) if which is None else which
         at = 0
         for size in self._blocks:
@@ -97,6 +103,8 @@ class Spill:
 def columns(tail: tuple[array, ...], spill: Spill | None, which: tuple[int, ...] | None = None) -> list[np.ndarray]:
     """The whole columns of a group (all, or those at ``which``): from ``spill`` if some were written
     out, else ``tail`` alone."""
+    import numpy as np
+
     if spill is not None:
         return spill.read(tail, which)
     picked = tail if which is None else tuple(tail[i] for i in which)

@@ -138,9 +138,11 @@ def range_bounds(total: int, ranges: int, head_start: int = 0) -> list[int]:
     return starts
 
 
-HEAD_START_BYTES = 24 << 20
-"""What the workers of a read started ahead (split.reading_ahead) read while this process still
-imports the analyses (~0.1 s here, against ~0.3 GB/s of JSON read: both scale with the CPU)."""
+HEAD_START_BYTES = 16 << 20
+"""What the workers of a read started ahead (read_ranges.reading_ahead) gain on this process, in
+bytes of JSON: they start ~0.05 s before it begins its range (~16 MB at ~0.3 GB/s here; both
+scale with the CPU), less what sending a part back costs them (~0.03 s). Measured so that this
+process's range ends as the worker's part arrives."""
 
 
 def json_bytes(path: Path, size: int) -> int | None:
@@ -159,11 +161,13 @@ def json_bytes(path: Path, size: int) -> int | None:
     return total if 2 * total >= size else None
 
 
-def plan_ranges(path: Path, size: int, jobs: int) -> tuple[int, int]:
-    """(:func:`range_workers` for the file at ``path`` on this machine now, its bytes of JSON)."""
+def plan_ranges(path: Path, size: int, jobs: int, measured: bool = False) -> tuple[int, int]:
+    """(:func:`range_workers` for the file at ``path`` on this machine now, its bytes of JSON).
+    ``measured``: no core free where the idle ticks since the command started are too few to tell
+    (a read started ahead, early: the plan made later, with more of them, decides)."""
     total = json_bytes(path, size) if jobs > 1 else None
-    ranges = range_workers(size, total, jobs, _cores_free(), os.environ.get(MODE_VARIABLE, "auto"))
-    return ranges, total or 0
+    cores = (_idle_since_start() or 0.0) if measured else _cores_free()
+    return range_workers(size, total, jobs, cores, os.environ.get(MODE_VARIABLE, "auto")), total or 0
 
 
 MIN_TICKS = 10
@@ -179,16 +183,24 @@ def idle_cores(usable: int, before: tuple[int, int] | None, now: tuple[int, int]
     return usable * (now[0] - before[0]) / (now[1] - before[1])
 
 
-def _cores_free() -> float:
-    """The cores free beside this process: the idle ones since the process started (cpu_idle.py's
-    first sample) where there are ticks enough, else the load average's figure (which lags by a
-    minute: a benchmark's own last runs count in it)."""
+def _usable_and_load() -> tuple[int, float]:
     try:
-        usable, load = len(os.sched_getaffinity(0)), os.getloadavg()[0]
+        return len(os.sched_getaffinity(0)), os.getloadavg()[0]
     except (AttributeError, OSError):  # not Linux: the CPUs, with no load figure
-        usable, load = os.cpu_count() or 1, 0.0
-    idle = idle_cores(usable, cpu_idle.STARTED, cpu_idle.ticks_now())
-    return free_cores(usable, load) if idle is None else idle
+        return os.cpu_count() or 1, 0.0
+
+
+def _idle_since_start() -> float | None:
+    """The cores idle since the process started (cpu_idle.py's first sample); None where the
+    ticks are too few to tell."""
+    return idle_cores(_usable_and_load()[0], cpu_idle.STARTED, cpu_idle.ticks_now())
+
+
+def _cores_free() -> float:
+    """The cores free beside this process: :func:`_idle_since_start` where there are ticks enough,
+    else the load average's figure (which lags by a minute: a benchmark's own last runs count in it)."""
+    idle = _idle_since_start()
+    return free_cores(*_usable_and_load()) if idle is None else idle
 
 
 def plan(path: Path, size: int, jobs: int) -> int:
