@@ -29,15 +29,12 @@ def run(args) -> int:
     from bridge_plugins.analysis.trace.read_ranges import reading_ahead  # here, not above: see cli/summary.py
 
     w = workers(args)
-    with reading_ahead(args.paths, w.jobs if w.ray_address is None else 1):
+    with reading_ahead(args.paths, w.jobs if w.ray_address is None else 1) as ahead:
         from bridge_plugins.analysis.jsonable import dumps
         from bridge_plugins.analysis.pipeline import SCHEMA_VERSION, diagnose
 
-        if not args.json:  # the renderer (rich) too, while the workers read
-            from rich.text import Text
-
-            from bridge_plugins.analysis.text.findings import advice, evidence, findings_table
-            from bridge_plugins.analysis.text.summary import console
+        if ahead and not args.json:  # the renderer (rich) while the workers read: see cli/summary.py
+            import bridge_plugins.analysis.text.findings  # noqa: F401
         try:
             s = diagnose(args.paths, workers=w)
         except NothingToRead as e:
@@ -45,6 +42,11 @@ def run(args) -> int:
     if args.json:
         print(dumps({"schema_version": SCHEMA_VERSION, "findings": s.findings}))
     else:
+        from rich.text import Text
+
+        from bridge_plugins.analysis.text.findings import advice, evidence, findings_table
+        from bridge_plugins.analysis.text.summary import console
+
         out = console()
         out.print(findings_table(s.findings))
         for line in [*evidence(s.findings), *advice(s.findings)]:

@@ -43,12 +43,12 @@ def run(args) -> int:
 
     top = top_rows(args)
     w = workers(args)
-    with reading_ahead(args.paths, w.jobs if w.ray_address is None else 1):
+    with reading_ahead(args.paths, w.jobs if w.ray_address is None else 1) as ahead:
         from bridge_plugins.analysis.jsonable import dumps
         from bridge_plugins.analysis.pipeline import summarize, without_timelines
 
-        if not args.json:  # the renderer (rich) too, while the workers read
-            from bridge_plugins.analysis.text.summary import console, print_summary
+        if ahead and not args.json:  # the renderer (rich) while the workers read; else after the
+            import bridge_plugins.analysis.text.summary  # noqa: F401  # analyses, its memory not beside theirs
         try:
             s = summarize(args.paths, top=top, workers=w)
         except NothingToRead as e:
@@ -56,6 +56,8 @@ def run(args) -> int:
     if args.json:
         print(dumps(s if args.timelines else without_timelines(s)))
     else:
+        from bridge_plugins.analysis.text.summary import console, print_summary
+
         print_summary(s, console())
     print_problems(s.problems, "summary")
     return 0

@@ -36,11 +36,12 @@ def taken_over(path: Path) -> Ranges | None:
 
 
 @contextlib.contextmanager
-def reading_ahead(paths: list[str], jobs: int) -> Iterator[None]:
+def reading_ahead(paths: list[str], jobs: int) -> Iterator[bool]:
     """Where ``paths`` is one Chrome trace file that will be read in ranges, start its workers now:
     they read while this process still imports the analyses (``HEAD_START_BYTES`` more each), and
     split.collect_trace takes them over. A read not taken over is stopped on the way out. A file
-    that cannot be opened starts nothing: its reader says why, as without this."""
+    that cannot be opened starts nothing: its reader says why, as without this. Yields whether a
+    read was started."""
     ahead = None
     if len(paths) == 1 and jobs > 1 and str(paths[0]).endswith((".json", ".json.gz")):
         path = Path(paths[0])
@@ -50,7 +51,7 @@ def reading_ahead(paths: list[str], jobs: int) -> Iterator[None]:
             with contextlib.suppress(Exception):
                 ahead = _AHEAD[_ahead_key(path)] = Ranges(path, ranges, total, split_plan.HEAD_START_BYTES)
     try:
-        yield
+        yield ahead is not None
     finally:
         if ahead is not None and _AHEAD.get(_ahead_key(ahead.path)) is ahead:
             del _AHEAD[_ahead_key(ahead.path)]
