@@ -26,6 +26,7 @@ def test_a_forked_part_is_computed_in_the_child_and_comes_back_whole():
     with second_core.part(lambda: (os.getpid(), big), fork=True) as p:
         assert p.pid is not None
         pid, value = p.result()
+        assert p.pid is None and p.fd == -1  # waited for, its pipe closed: nothing left for stop()
     assert pid not in (os.getpid(), None) and value == big
     assert p.pid is None and p.fd == -1
 
@@ -33,7 +34,7 @@ def test_a_forked_part_is_computed_in_the_child_and_comes_back_whole():
 def test_not_forked_the_part_is_computed_here_when_asked():
     calls = []
     with second_core.part(lambda: calls.append(1) or os.getpid(), fork=False) as p:
-        assert p.pid is None and calls == []
+        assert p.pid is None and p.fd == -1 and calls == []  # no pipe: stop() closes nothing
         assert p.result() == os.getpid()
     assert calls == [1]
 

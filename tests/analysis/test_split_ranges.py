@@ -16,6 +16,7 @@ import gzip
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -407,6 +408,7 @@ def test_a_read_started_ahead_is_taken_over_by_the_collector(in_ranges, rereads,
         d = collect_trace(JOB2, 2)
         assert read_ranges._AHEAD == {} and len(started) == 1  # taken over, not started again
     assert (rereads, len(range_merges), d.read_on) == ([], 1, 2)
+    assert threading.active_count() == 1  # the pool's threads gone: the analyses may fork (second_core.py)
     size = split_plan.json_bytes(JOB2, JOB2.stat().st_size)
     assert starts == split_plan.range_bounds(size, 2, split_plan.HEAD_START_BYTES)  # its head start
     assert starts[1] < split_plan.range_bounds(size, 2)[1]
