@@ -65,8 +65,7 @@ def run_and_baseline(args) -> tuple:
 
 
 def run(args) -> int:
-    from bridge_plugins.analysis.page import build
-    from bridge_plugins.analysis.report.html import write_report
+    from bridge_plugins.analysis.trace.read_ranges import reading_ahead  # here, not above: see cli/summary.py
 
     out = Path(args.output)
     top = top_rows(args)
@@ -78,10 +77,16 @@ def run(args) -> int:
     existed = out.exists() or out.is_symlink()
     if existed and not args.force:
         raise UsageError(f"-o {out}: exists; add --force to replace it")
-    try:
-        html, skipped = build(paths, baseline, top=top, workers=workers(args))
-    except NothingToRead as e:
-        raise UsageError(str(e)) from None
+    w = workers(args)
+    # a lone trace (no baseline) is read in ranges while the page's modules import
+    with reading_ahead([] if baseline else paths, w.jobs if w.ray_address is None else 1):
+        from bridge_plugins.analysis.page import build
+        from bridge_plugins.analysis.report.html import write_report
+
+        try:
+            html, skipped = build(paths, baseline, top=top, workers=w)
+        except NothingToRead as e:
+            raise UsageError(str(e)) from None
     try:
         write_report(html, out, replace=args.force)
     except FileExistsError:

@@ -381,10 +381,25 @@ def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, nam
     assert two[1] == str(way)
     assert one[1] == "[]"
     assert two[0] == one[0]
-    if mode == "always" and name == "rank0.json":  # diagnose reads ahead too
+    if mode == "always" and name == "rank0.json":  # diagnose and report read ahead too
         two, one = run("2", "diagnose"), run("1", "diagnose")
         assert (two[1], one[1]) == (str(way), "[]")
         assert two[0] == one[0] and '"findings"' in two[0]
+        pages = {}
+        for jobs in ("2", "1"):
+            page = tmp_path / f"report{jobs}.html"
+            r = subprocess.run(
+                [sys.executable, "-c", code, "report", "-o", str(page), "--jobs", jobs, str(path)],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": str(ROOT), split_plan.MODE_VARIABLE: mode},
+                timeout=300,
+            )
+            assert r.returncode == 0, r.stderr
+            pages[jobs] = (page.read_text(), r.stderr.strip())
+        assert (pages["2"][1], pages["1"][1]) == (str(way), "[]")
+        assert pages["2"][0] == pages["1"][0]
 
 
 def _started(monkeypatch) -> list:
