@@ -29,7 +29,7 @@ def run(args) -> int:
     from bridge_plugins.analysis.trace.read_ranges import reading_ahead  # here, not above: see cli/summary.py
 
     w = workers(args)
-    with reading_ahead(args.paths, w.jobs if w.ray_address is None else 1) as ahead:
+    with reading_ahead(args.paths, w) as ahead:
         from bridge_plugins.analysis.jsonable import dumps
         from bridge_plugins.analysis.pipeline import SCHEMA_VERSION, diagnose
 

@@ -79,7 +79,7 @@ def run(args) -> int:
         raise UsageError(f"-o {out}: exists; add --force to replace it")
     w = workers(args)
     # a lone trace (no baseline) is read in ranges while the page's modules import
-    with reading_ahead([] if baseline else paths, w.jobs if w.ray_address is None else 1):
+    with reading_ahead([] if baseline else paths, w):
         from bridge_plugins.analysis.page import build
         from bridge_plugins.analysis.report.html import write_report
 

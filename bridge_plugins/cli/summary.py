@@ -38,12 +38,12 @@ def print_problems(problems, command: str) -> None:  # schema.Problem rows
 
 def run(args) -> int:
     # imported here, not above: the parser is built for every command, and --json needs no rich;
-    # the split first: a lone trace's workers read while the rest imports (trace/split.py)
+    # the range reader first: a lone trace's workers read while the rest imports (trace/read_ranges.py)
     from bridge_plugins.analysis.trace.read_ranges import reading_ahead
 
     top = top_rows(args)
     w = workers(args)
-    with reading_ahead(args.paths, w.jobs if w.ray_address is None else 1) as ahead:
+    with reading_ahead(args.paths, w) as ahead:
         from bridge_plugins.analysis.jsonable import dumps
         from bridge_plugins.analysis.pipeline import summarize, without_timelines
 

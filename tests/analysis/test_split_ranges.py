@@ -23,6 +23,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.trace import chunked, collect, cutting, read_ranges, split, split_plan, split_worker
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.header import header
@@ -363,9 +364,9 @@ def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, nam
         "from bridge_plugins.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     )
 
-    def run(jobs: str, command: str = "summary") -> tuple[str, str]:
+    def run(jobs: str, *command: str) -> tuple[str, str]:
         r = subprocess.run(
-            [sys.executable, "-c", code, command, "--json", "--jobs", jobs, str(path)],
+            [sys.executable, "-c", code, *(command or ("summary", "--json")), "--jobs", jobs, str(path)],
             capture_output=True,
             text=True,
             cwd=ROOT,
@@ -382,24 +383,13 @@ def test_summary_of_one_trace_on_two_cores_is_byte_identical(tmp_path, mode, nam
     assert one[1] == "[]"
     assert two[0] == one[0]
     if mode == "always" and name == "rank0.json":  # diagnose and report read ahead too
-        two, one = run("2", "diagnose"), run("1", "diagnose")
+        two, one = run("2", "diagnose", "--json"), run("1", "diagnose", "--json")
         assert (two[1], one[1]) == (str(way), "[]")
         assert two[0] == one[0] and '"findings"' in two[0]
-        pages = {}
-        for jobs in ("2", "1"):
-            page = tmp_path / f"report{jobs}.html"
-            r = subprocess.run(
-                [sys.executable, "-c", code, "report", "-o", str(page), "--jobs", jobs, str(path)],
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-                env={**os.environ, "PYTHONPATH": str(ROOT), split_plan.MODE_VARIABLE: mode},
-                timeout=300,
-            )
-            assert r.returncode == 0, r.stderr
-            pages[jobs] = (page.read_text(), r.stderr.strip())
-        assert (pages["2"][1], pages["1"][1]) == (str(way), "[]")
-        assert pages["2"][0] == pages["1"][0]
+        pages = {jobs: tmp_path / f"report{jobs}.html" for jobs in ("2", "1")}
+        two, one = (run(jobs, "report", "-o", str(page))[1] for jobs, page in pages.items())
+        assert (two, one) == (str(way), "[]")
+        assert pages["2"].read_text() == pages["1"].read_text()
 
 
 def _started(monkeypatch) -> list:
@@ -417,8 +407,8 @@ def _started(monkeypatch) -> list:
 
 def test_a_read_started_ahead_is_taken_over_by_the_collector(in_ranges, rereads, range_merges, monkeypatch):
     started = _started(monkeypatch)
-    with read_ranges.reading_ahead([str(JOB2)], 2):
-        assert len(started) == 1 and list(read_ranges._AHEAD) == [os.path.realpath(JOB2)]
+    with read_ranges.reading_ahead([str(JOB2)], Workers(jobs=2)) as ahead:
+        assert ahead is True and len(started) == 1 and list(read_ranges._AHEAD) == [os.path.realpath(JOB2)]
         starts = started[0].starts
         d = collect_trace(JOB2, 2)
         assert read_ranges._AHEAD == {} and len(started) == 1  # taken over, not started again
@@ -432,7 +422,7 @@ def test_a_read_started_ahead_is_taken_over_by_the_collector(in_ranges, rereads,
 
 def test_a_read_started_ahead_and_not_taken_over_is_stopped(in_ranges, monkeypatch):
     started = _started(monkeypatch)
-    with pytest.raises(KeyError), read_ranges.reading_ahead([str(JOB2)], 2):
+    with pytest.raises(KeyError), read_ranges.reading_ahead([str(JOB2)], Workers(jobs=2)):
         pids = [p.pid for p in started[0].pool._processes.values()]
         raise KeyError  # the command failed before reading it
     assert read_ranges._AHEAD == {} and started[0].pool is None and started[0].raw.closed
@@ -442,16 +432,18 @@ def test_a_read_started_ahead_and_not_taken_over_is_stopped(in_ranges, monkeypat
 
 
 @pytest.mark.parametrize(
-    "paths, jobs",
+    "paths, workers",
     [
-        ([str(JOB2), str(JOB2)], 2),  # two traces: a process each
-        ([str(JOB2)], 1),
-        ([str(JOB2.parent)], 2),  # a directory: its traces are found later
-        (["/nonexistent/rank0.json"], 2),  # its reader says why, later
-        ([str(JOB2) + ".sqlite"], 2),
+        ([str(JOB2), str(JOB2)], Workers(jobs=2)),  # two traces: a process each
+        ([str(JOB2)], Workers(jobs=1)),
+        ([str(JOB2)], Workers(jobs=2, ray_address="auto")),  # read by a Ray task, in one process
+        ([str(JOB2.parent)], Workers(jobs=2)),  # a directory: its traces are found later
+        (["/nonexistent/rank0.json"], Workers(jobs=2)),  # its reader says why, later
+        ([str(JOB2) + ".sqlite"], Workers(jobs=2)),
     ],
 )
-def test_no_read_is_started_ahead_but_for_one_chrome_trace_file(in_ranges, monkeypatch, paths, jobs):
+def test_no_read_is_started_ahead_but_for_one_chrome_trace_file(in_ranges, monkeypatch, paths, workers):
     started = _started(monkeypatch)
-    with read_ranges.reading_ahead(paths, jobs):
+    with read_ranges.reading_ahead(paths, workers) as ahead:
+        assert ahead is False
         assert started == [] and read_ranges._AHEAD == {}

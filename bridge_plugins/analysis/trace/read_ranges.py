@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bridge_plugins.analysis.parallel import file_size, start_pool, terminate
+from bridge_plugins.analysis.parallel import Workers, file_size, start_pool, terminate
 from bridge_plugins.analysis.trace import chunked, split_plan, split_worker
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.merge import merge
@@ -36,17 +36,19 @@ def taken_over(path: Path) -> Ranges | None:
 
 
 @contextlib.contextmanager
-def reading_ahead(paths: list[str], jobs: int) -> Iterator[bool]:
-    """Where ``paths`` is one Chrome trace file that will be read in ranges, start its workers now:
+def reading_ahead(paths: list[str], workers: Workers) -> Iterator[bool]:
+    """Where ``paths`` is one Chrome trace file that ``workers`` will read in ranges (locally, with
+    ``--jobs`` more than 1), start its workers now:
     they read while this process still imports the analyses (``HEAD_START_BYTES`` more each), and
     split.collect_trace takes them over. A read not taken over is stopped on the way out. A file
     that cannot be opened starts nothing: its reader says why, as without this. Yields whether a
     read was started."""
     ahead = None
-    if len(paths) == 1 and jobs > 1 and str(paths[0]).endswith((".json", ".json.gz")):
+    local = workers.ray_address is None
+    if local and len(paths) == 1 and workers.jobs > 1 and str(paths[0]).endswith((".json", ".json.gz")):
         path = Path(paths[0])
         size = file_size(path)
-        ranges, total = split_plan.plan_ranges(path, size, jobs, measured=True)
+        ranges, total = split_plan.plan_ranges(path, size, workers.jobs, measured=True)
         if ranges > 1:
             with contextlib.suppress(Exception):
                 ahead = _AHEAD[_ahead_key(path)] = Ranges(path, ranges, total, split_plan.HEAD_START_BYTES)
@@ -93,7 +95,8 @@ class Ranges:
             raise
 
     def finish(self, c: Collector) -> bool:
-        """Read the first range into ``c`` and merge the workers' parts. False: read the file again
+        """Read the first range into ``c`` and merge the workers' parts (``read_on``: how many
+        processes read it). False: read the file again
         in one process (a cut inside a string, a part past a cap, a worker that died or found
         another file at the path). Raises what one pass raises."""
         done = False
@@ -102,6 +105,8 @@ class Ranges:
                 done = self.futures is not None and self._merged(c)
         finally:
             self.close(done)
+        if done:
+            c.data.read_on = len(self.starts)
         return done
 
     def _merged(self, c: Collector) -> bool:

@@ -184,22 +184,18 @@ def collect_trace(path: Path, jobs: int = 1) -> Collected:
     Raises TraceError as :func:`reader.read_trace` does."""
     path = Path(path)
     c = Collector()
-    ahead = read_ranges.taken_over(path) if jobs > 1 else None
-    if ahead is not None:
-        if ahead.finish(c):
-            c.data.read_on = len(ahead.starts)
-            return c.data
-    else:
+    ranges = read_ranges.taken_over(path) if jobs > 1 else None
+    if ranges is None:
         size = file_size(path)
-        ranges, total = split_plan.plan_ranges(path, size, jobs)
-        if ranges > 1:
-            if read_ranges.Ranges(path, ranges, total).finish(c):
-                c.data.read_on = ranges
-                return c.data
+        count, total = split_plan.plan_ranges(path, size, jobs)
+        if count > 1:
+            ranges = read_ranges.Ranges(path, count, total)
         else:
             workers = split_plan.plan(path, size, jobs)
             if workers > 1 and _read_split(path, c, workers):
                 return c.data
+    if ranges is not None and ranges.finish(c):
+        return c.data
     read_trace(path, c.on_header, c.on_event, Record, c.on_records)  # on_header starts c afresh
     return c.data
 
