@@ -31,7 +31,7 @@ def own_this_process() -> None:
 def big_arrays_given_back() -> Iterator[None]:
     """The analyses' big arrays in pages of their own, in a process we own with glibc's ``mallopt``;
     elsewhere nothing changes."""
-    mallopt = getattr(_libc(), "mallopt", None) if _owned else None
+    mallopt = getattr(libc(), "mallopt", None) if _owned else None
     if mallopt is None or mallopt(M_MMAP_THRESHOLD, ANALYSIS_MMAP_BYTES) != 1:
         yield
         return
@@ -41,7 +41,8 @@ def big_arrays_given_back() -> Iterator[None]:
         mallopt(M_MMAP_THRESHOLD, AFTER_MMAP_BYTES)
 
 
-def _libc() -> object:
+def libc() -> object:
+    """The C library of this process (glibc's ``mallopt``, ``prctl``), or None."""
     try:
         return ctypes.CDLL(None)
     except OSError:

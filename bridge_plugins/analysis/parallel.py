@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from bridge_plugins.analysis import heap
 from bridge_plugins.analysis.per_trace import WORKER_DIED, Done, PerTrace, call
 from bridge_plugins.analysis.per_trace import ClusterUnavailable as ClusterUnavailable  # where the CLI catches it
 
@@ -143,7 +144,7 @@ def start_pool(jobs: int) -> ProcessPoolExecutor:
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork" if FORKS else "spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_end_with, initargs=(os.getpid(),))
     try:
         # Blocked while the workers are forked (on the first submit): they inherit it blocked, and
         # a Ctrl-C meanwhile waits for this process, which gets it on unblocking, still in here.
@@ -153,6 +154,19 @@ def start_pool(jobs: int) -> ProcessPoolExecutor:
         terminate(pool)
         raise
     return pool
+
+
+PR_SET_PDEATHSIG = 1  # Linux prctl: the signal a process gets when the one that forked it ends
+
+
+def _end_with(parent: int) -> None:
+    """A pool worker's first act: be killed when the process that started it ends, so that a
+    command stopped by SIGTERM or SIGKILL leaves no worker waiting on the pool's queue forever."""
+    prctl = getattr(heap.libc(), "prctl", None)
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it ended before that took effect
+        os._exit(0)
 
 
 @contextmanager

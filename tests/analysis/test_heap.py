@@ -32,7 +32,7 @@ def calls(monkeypatch):
         seen.append("analyzed")
         return real(d, path)
 
-    monkeypatch.setattr(heap, "_libc", lambda: Libc(seen))
+    monkeypatch.setattr(heap, "libc", lambda: Libc(seen))
     monkeypatch.setattr(heap, "_owned", False)
     monkeypatch.setattr(chrome, "_analyzed", analyzed)
     return seen
@@ -57,7 +57,7 @@ def test_the_command_line_owns_its_process(calls, capsys):
 
 def test_without_mallopt_the_trace_reads_the_same(monkeypatch):
     monkeypatch.setattr(heap, "_owned", True)
-    monkeypatch.setattr(heap, "_libc", lambda: None)
+    monkeypatch.setattr(heap, "libc", lambda: None)
     without = chrome.summarize_trace(TRACE)
     monkeypatch.setattr(heap, "_owned", False)
     assert without == chrome.summarize_trace(TRACE)

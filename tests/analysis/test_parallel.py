@@ -11,10 +11,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from bridge_plugins.analysis import parallel
 from bridge_plugins.analysis.parallel import WORKER_DIED, Progress, Workers
 from bridge_plugins.analysis.pipeline import summarize_trace
 from bridge_plugins.analysis.trace.reader import TraceError
@@ -212,3 +214,34 @@ def test_ctrl_c_leaves_no_error_at_exit(tmp_path):
     proc, _ = _summary_interrupted(tmp_path, prelude)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (130, "")
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or a zombie: it ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not parallel.FORKS, reason="prctl's parent-death signal: Linux")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_pool_worker_ends_with_the_process_that_started_it(sig):
+    """A command stopped by SIGTERM or SIGKILL (no Python cleanup runs) leaves no worker waiting
+    on the pool's queue forever (one was seen still there 10 minutes later)."""
+    code = (
+        "import sys, time\nfrom bridge_plugins.analysis.parallel import start_pool\n"
+        "pool = start_pool(1)\nprint(*pool._processes, flush=True)\ntime.sleep(120)\n"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
+    worker = int(p.stdout.readline())
+    assert not _gone(worker)
+    p.send_signal(sig)
+    p.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while not _gone(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(worker)
