@@ -3,12 +3,16 @@
 Launch side (imports nemo_run): ``NsysPlugin``, ``PyTorchProfilerPlugin``, ``FaultTolerancePlugin``.
 Job side (imports torch, never nemo_run): ``ProfilingController``. Shared: ``ProfilingConfig``, and
 ``BridgePluginsError`` / ``BridgePluginsWarning``, the bases of every error and warning we define.
-The plugins, the controller and ``__version__`` are resolved on first use, so a rank never pays
+The config, the plugins, the controller and ``__version__`` are resolved on first use, so a rank never pays
 for ``import nemo_run`` (2-5 s, ~125 MB) and a driver script never imports torch through us.
 """
 
+from typing import TYPE_CHECKING
+
 from bridge_plugins.config.errors import BridgePluginsError, BridgePluginsWarning
-from bridge_plugins.config.profiling import ProfilingConfig
+
+if TYPE_CHECKING:
+    from bridge_plugins.config.profiling import ProfilingConfig
 
 __all__ = [
     "__version__",
@@ -22,6 +26,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "ProfilingConfig": "bridge_plugins.config.profiling",
     "ProfilingController": "bridge_plugins.runtime",
     "NsysPlugin": "bridge_plugins.plugins",
     "PyTorchProfilerPlugin": "bridge_plugins.plugins",

@@ -17,10 +17,14 @@ FUNCTION_LEVEL = {
     ("bridge_plugins.runtime", "bridge_plugins.runtime.controller"): (
         "the package's lazy name (its type under TYPE_CHECKING): importing bridge_plugins.runtime never imports torch"
     ),
+    ("bridge_plugins.config", "bridge_plugins.config.profiling"): (
+        "the package's lazy name (its type under TYPE_CHECKING): the CLI imports config.errors without the config"
+    ),
 }
 """(importer, imported): why that import is inside a function."""
 LIGHT_TYPES = "a type only: the Summary's types and the findings load no analyzer (numpy) for the CLI's parser"
 TYPE_ONLY = {
+    ("bridge_plugins", "bridge_plugins.config.profiling"): "ProfilingConfig is a lazy name of the package (_LAZY)",
     ("bridge_plugins.analysis.schema", "bridge_plugins.analysis.analyzers.all"): LIGHT_TYPES,
     ("bridge_plugins.analysis.findings.host_bound", "bridge_plugins.analysis.analyzers.idle"): LIGHT_TYPES,
     ("bridge_plugins.analysis.findings.step_variance", "bridge_plugins.analysis.analyzers.step_detail"): LIGHT_TYPES,
@@ -94,3 +98,32 @@ def test_the_range_reader_loads_no_numpy():
     )
     out = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_named_command_builds_and_imports_its_own_parser_only():
+    """``bridge-plugins summary FILE`` parses with summary's parser alone: no other command's module
+    (diagnose's imports the findings, trigger's the job side's sockets), nor the config's rules
+    (``bridge_plugins`` resolves ProfilingConfig on first use), before a lone trace's read starts."""
+    code = (
+        "import sys\nfrom bridge_plugins.cli import build_parser, named_command\n"
+        "argv = ['summary', '--json', 'x.json']\n"
+        "args = build_parser(named_command(argv)).parse_args(argv)\n"
+        "print(args.command, args.json, args.paths)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('bridge_plugins.cli.', 'bridge_plugins.config.'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines() == [
+        "summary True ['x.json']",
+        "['bridge_plugins.cli.ctrl_c', 'bridge_plugins.cli.suggest', 'bridge_plugins.cli.summary', "
+        "'bridge_plugins.config.errors']",
+    ], out.stderr
+
+
+def test_anything_but_a_command_name_gets_every_commands_parser():
+    from bridge_plugins.cli import SUBCOMMANDS, build_parser, named_command
+
+    assert [named_command(a) for a in (["diagnose", "x"], ["--help"], ["sumary"], [])] == ["diagnose", None, None, None]
+    choices = next(a for a in build_parser()._subparsers._group_actions).choices
+    assert list(choices) == SUBCOMMANDS
+    only = next(a for a in build_parser("memory")._subparsers._group_actions).choices
+    assert list(only) == ["memory"]

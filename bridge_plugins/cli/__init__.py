@@ -112,15 +112,24 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command's parser: every subcommand's, or only ``command``'s (the one the arguments name:
+    the other modules are not imported, and a lone trace's read starts ~20 ms sooner)."""
     parser = SuggestingParser(
         prog="bridge-plugins", description="Read and steer the profiles that bridge-plugins takes."
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
-        importlib.import_module(f"bridge_plugins.cli.{name}").add_parser(sub)
+        if command in (None, name):
+            importlib.import_module(f"bridge_plugins.cli.{name}").add_parser(sub)
     return parser
+
+
+def named_command(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` starts with; None for anything else (help, --version, a typo), which
+    the whole parser answers."""
+    return argv[0] if argv and argv[0] in SUBCOMMANDS else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     heap.own_this_process()  # this process is ours: the analyses may tune its allocator (analysis/heap.py)
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else argv
+        args = build_parser(named_command(argv)).parse_args(argv)
         return int(args.run(args) or 0)
     except (UsageError, ClusterUnavailable, AnalysisInputError) as e:  # AnalysisInputError: a trace or snapshot
         print(f"bridge-plugins {args.command}: error: {e}", file=sys.stderr)

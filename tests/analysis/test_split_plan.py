@@ -160,8 +160,8 @@ def test_cpu_ticks_count_the_cpus_given_only():
 def test_idle_cores_between_two_samples():
     assert split_plan.idle_cores(2, (100, 1000), (130, 1060)) == 1.0
     assert split_plan.idle_cores(2, (100, 1000), (100, 1060)) == 0.0
-    assert split_plan.idle_cores(2, (100, 1000), (105, 1009)) is None  # too few ticks to tell
-    assert split_plan.idle_cores(2, (100, 1000), (105, 1010)) == 1.0  # MIN_TICKS: enough
+    assert split_plan.idle_cores(2, (100, 1000), (102, 1004)) is None  # too few ticks to tell
+    assert split_plan.idle_cores(2, (100, 1000), (102, 1005)) == 0.8  # MIN_TICKS: enough
     assert split_plan.idle_cores(2, None, (105, 1060)) is None
 
 
@@ -221,11 +221,11 @@ def test_a_plan_made_early_takes_only_measured_idle_cores(monkeypatch, tmp_path)
     monkeypatch.setattr(split_plan.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # both free, it says
     monkeypatch.setattr(split_plan.os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(cpu_idle, "STARTED", (1000, 10_000))
-    monkeypatch.setattr(cpu_idle, "ticks_now", lambda: (1004, 10_008))  # too few ticks
+    monkeypatch.setattr(cpu_idle, "ticks_now", lambda: (1002, 10_004))  # too few ticks
     assert split_plan.plan_ranges(path, BIG, 3, measured=True) == (1, BIG)
     assert split_plan.plan_ranges(path, BIG, 3) == (2, BIG)  # later, the load average decides
     monkeypatch.setattr(cpu_idle, "ticks_now", lambda: (1010, 10_020))  # enough: half idle
     assert split_plan.plan_ranges(path, BIG, 3, measured=True) == (2, BIG)
-    monkeypatch.setattr(cpu_idle, "ticks_now", lambda: (1004, 10_008))
+    monkeypatch.setattr(cpu_idle, "ticks_now", lambda: (1002, 10_004))
     monkeypatch.setenv(split_plan.MODE_VARIABLE, "always")
     assert split_plan.plan_ranges(path, BIG, 3, measured=True) == (3, BIG)
