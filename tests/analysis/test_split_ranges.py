@@ -24,7 +24,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bridge_plugins.analysis.parallel import Workers
-from bridge_plugins.analysis.trace import chunked, collect, cutting, read_ranges, split, split_plan, split_worker
+from bridge_plugins.analysis.trace import (
+    chunked,
+    collect,
+    cutting,
+    part_file,
+    read_ranges,
+    split,
+    split_plan,
+    split_worker,
+)
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.header import header
 from bridge_plugins.analysis.trace.reader import TraceError
@@ -114,11 +123,13 @@ def _chunk_starts(path: Path) -> list[int]:
         return [at for _, at, _ in cutting.chunks(rest, offset, fh)]
 
 
+@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("name", ["rank0.json", "rank0.json.gz"])
-def test_three_ranges_gathered_by_the_workers_unit_are_one_pass(tmp_path, monkeypatch, name):
+def test_three_ranges_gathered_by_the_workers_unit_are_one_pass(tmp_path, monkeypatch, name, shared):
     """The worker's unit, called here, for the second and third of three ranges that start exactly
     where chunks start (a chunk belongs to the range it starts in: none lost, none read twice),
-    merged after this process's read of the first == one pass. Plain and gzip (stored)."""
+    merged after this process's read of the first == one pass. Plain and gzip (stored); each part
+    through the pipe's pickle, or through a memory file (part_file.py)."""
     monkeypatch.setattr(cutting, "BLOCK_BYTES", 1 << 16)
     monkeypatch.setattr(collect, "SPILL_AT", 1000)
     plain = tmp_path / "rank0.json"
@@ -129,8 +140,16 @@ def test_three_ranges_gathered_by_the_workers_unit_are_one_pass(tmp_path, monkey
     if name.endswith(".gz"):
         path.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=0))
     ident = _identity(path)
-    parts = [split_worker.collect_range(str(path), a, b, size, ident) for a, b in ((lo, hi), (hi, None))]
-    assert [kind for kind, _ in parts] == ["part", "part"]
+    fds = [part_file.new_file() if shared else -1 for _ in range(2)]
+    parts = [
+        split_worker.collect_range(str(path), a, b, size, ident, fd)
+        for (a, b), fd in zip(((lo, hi), (hi, None)), fds, strict=True)
+    ]
+    assert [kind for kind, _ in parts] == ["shared" if shared else "part"] * 2
+    if shared:
+        parts = [("part", part_file.loads(data, fd)) for (_, data), fd in zip(parts, fds, strict=True)]
+        for fd in fds:
+            os.close(fd)
     c = Collector()
     with open(path, "rb") as raw, chunked.open_stream(raw, name.endswith(".gz"), 0) as fh:
         assert split_worker.read_range(fh, c, 0, lo)
@@ -276,7 +295,7 @@ def test_a_file_gone_before_its_ranges_are_read_fails_as_one_pass_does(tmp_path,
     assert str(e.value).startswith(f"{path}: ") and rereads == []
 
 
-def _die(path: str, lo: int, hi: int | None, total: int, identity: tuple):
+def _die(path: str, lo: int, hi: int | None, total: int, identity: tuple, part_fd: int):
     os._exit(9)
 
 
@@ -447,3 +466,15 @@ def test_no_read_is_started_ahead_but_for_one_chrome_trace_file(in_ranges, monke
     with read_ranges.reading_ahead(paths, workers) as ahead:
         assert ahead is False
         assert started == [] and read_ranges._AHEAD == {}
+
+
+def test_a_range_worker_whose_memory_file_cannot_be_written_sends_its_part_through_the_pipe(tmp_path):
+    path = tmp_path / "rank0.json"
+    path.write_bytes(gzip.decompress(JOB2.read_bytes()))
+    size, ident = path.stat().st_size, _identity(path)
+    read_only = os.open(tmp_path / "x", os.O_RDONLY | os.O_CREAT)
+    try:
+        kind, (part, marks) = split_worker.collect_range(str(path), size // 2, None, size, ident, read_only)
+    finally:
+        os.close(read_only)
+    assert kind == "part" and part.events > 0 and marks

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge_plugins.analysis.parallel import Workers, file_size, start_pool, terminate
-from bridge_plugins.analysis.trace import chunked, split_plan, split_worker
+from bridge_plugins.analysis.trace import chunked, part_file, split_plan, split_worker
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.merge import merge
 from bridge_plugins.analysis.trace.reader import named_errors
@@ -71,22 +71,26 @@ class Ranges:
         from concurrent.futures.process import BrokenProcessPool
 
         self.path = path
+        self.part_fds: list[int] = []
         with named_errors(path):
             self.raw = open_regular(path)
         try:
             with named_errors(path):
                 identity = split_worker.file_identity(self.raw)
+            # made before the workers are forked, so theirs too: where each sends its part back
+            self.part_fds = [part_file.new_file() for _ in range(ranges - 1)]
             # the file is open: each worker checks that it opens the same one
             self.pool: ProcessPoolExecutor | None = start_pool(ranges - 1)
         except BaseException:
             self.raw.close()
+            self._close_part_files()
             raise
         self.starts = split_plan.range_bounds(total, ranges, head_start)
         self.futures: list[Future] | None = None
         try:
             self.futures = [
-                self.pool.submit(split_worker.collect_range, str(path), lo, hi, total, identity)
-                for lo, hi in zip(self.starts[1:], [*self.starts[2:], None], strict=True)
+                self.pool.submit(split_worker.collect_range, str(path), lo, hi, total, identity, fd)
+                for lo, hi, fd in zip(self.starts[1:], [*self.starts[2:], None], self.part_fds, strict=True)
             ]
         except BrokenProcessPool:  # a worker died as it started: finish() says read it again
             pass
@@ -116,10 +120,12 @@ class Ranges:
         with chunked.open_stream(self.raw, self.path.name.endswith(".gz"), 0) as fh:
             if not split_worker.read_range(fh, c, 0, self.starts[1]):
                 return False
-        for future in self.futures:
+        for future, fd in zip(self.futures, self.part_fds, strict=True):
             try:
                 kind, value = future.result()
-            except BrokenProcessPool:
+                if kind == "shared":
+                    kind, value = "part", part_file.loads(value, fd)
+            except (BrokenProcessPool, OSError):  # OSError: the memory file could not be mapped
                 return False
             if kind == "error":
                 raise chunked.Unreadable(value)
@@ -136,3 +142,10 @@ class Ranges:
                 terminate(self.pool)
             self.pool = None
         self.raw.close()
+        self._close_part_files()
+
+    def _close_part_files(self) -> None:
+        for fd in self.part_fds:
+            if fd >= 0:
+                os.close(fd)
+        self.part_fds = []

@@ -2,11 +2,13 @@
 a part for the reading process to merge (merge.py), or say why that process must read the chunk
 itself. A chunk arrives through the slots of shared memory mapped before the worker was forked,
 or, when bigger than a slot, through the pool's pipe. A range worker instead reads the file
-itself, and gathers one part from all the chunks in its range of bytes (:func:`collect_range`).
+itself, gathers one part from all the chunks in its range of bytes (:func:`collect_range`), and
+sends it back through a memory file where it can (part_file.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from bridge_plugins.analysis.trace import chunked, collect
+from bridge_plugins.analysis.trace import chunked, collect, part_file
 from bridge_plugins.analysis.trace.collect import Collector, Record
 from bridge_plugins.analysis.trace.cutting import blocks, chunks
 from bridge_plugins.analysis.trace.header import header
@@ -126,9 +128,12 @@ def file_identity(fh: Any) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def collect_range(path: str, lo: int, hi: int | None, total: int, identity: tuple) -> tuple[str, Any]:
+def collect_range(
+    path: str, lo: int, hi: int | None, total: int, identity: tuple, part_fd: int = -1
+) -> tuple[str, Any]:
     """A range worker's unit: ("part", (what a Collector that never spills gathers from the range,
-    its marks)) for the reading process to merge (merge.py); ("cut", None) where the file must be
+    its marks)) for the reading process to merge (merge.py), or ("shared", that part as
+    part_file.dumps wrote it to the memory file ``part_fd``); ("cut", None) where the file must be
     read in one process: another file at ``path`` than the one that process opened (``identity``),
     a cut inside a string, a file longer than ``total`` (so the ranges were wrong, and this part
     could hold most of it), a header the fast reader does not take, or a part past a cap on its
@@ -150,4 +155,7 @@ def collect_range(path: str, lo: int, hi: int | None, total: int, identity: tupl
     d = c.data
     if len(d.names) >= collect.MAX_NAMES or len(d.threads) >= collect.MAX_THREADS or len(d.steps) >= collect.MAX_STEPS:
         return "cut", None
+    if part_fd >= 0:
+        with contextlib.suppress(OSError):  # a full memory: the pipe carries it
+            return "shared", part_file.dumps((d, c.marks), part_fd)
     return "part", (d, c.marks)
