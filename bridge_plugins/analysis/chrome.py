@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bridge_plugins.analysis import second_core
 from bridge_plugins.analysis.analyzers import gpu_breakdown, op_tables
-from bridge_plugins.analysis.analyzers.all import analyze
+from bridge_plugins.analysis.analyzers.all import TraceAnalyses, analyze
 from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
 from bridge_plugins.analysis.analyzers.per_step import per_step
 from bridge_plugins.analysis.analyzers.step_breakdown import gpu_role_spans
@@ -46,12 +46,19 @@ def _analyzed(d: Collected, path: Path) -> TraceAsRead:
     rank, source, world = _rank(d.header, path)
     types = gpu_breakdown.kernel_types(d)
     keep = gpu_breakdown.kept_gpu_events(d)
-    kernels = op_tables.gpu_kernels(d, keep, types)  # from the collector's columns, in their order: the same sums
-    gpu_roles = gpu_role_spans(d, keep)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
-    g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
-    del keep
-    # about half the work left, in a child on a second core where the trace was read on several
-    with second_core.part(lambda: analyze(d, g, calls), d.read_on > 1) as rest:
+    done: list[tuple] = []  # this process's join of the GPU events to their launches, once made
+
+    def rest_of_analyses() -> TraceAnalyses:
+        """Forked, the child joins them itself (it starts before this process has); else this
+        process's join, which took the collector's columns (``joined``)."""
+        return analyze(d, *(done[0] if done else joined(d, keep, types)))
+
+    # about half the work, in a child on a second core where the trace was read on several
+    with second_core.part(rest_of_analyses, d.read_on > 1) as rest:
+        kernels = op_tables.gpu_kernels(d, keep, types)  # from the collector's columns, in their order: the same sums
+        gpu_roles = gpu_role_spans(d, keep)  # every GPU event, as torch-tb-profiler counts them (step_breakdown)
+        g, calls = joined(d, keep, types)  # takes those columns: one copy of the GPU events from here
+        done.append((g, calls))
         steps = per_step(d, g, calls, gpu_roles)
         del gpu_roles  # its unions, as long as the GPU events, are not held by the analyses below
         gpu = gpu_breakdown.breakdown(g, d.gpu_count)

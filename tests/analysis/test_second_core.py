@@ -122,3 +122,37 @@ def test_a_spill_read_in_a_child_and_here_at_once_gives_both_the_same():
         here = s.read((array("d"),))[0].sum()
         assert p.result() == here == values.sum()
     s.close()
+
+
+def test_a_traces_entry_is_the_same_from_its_child_from_a_failed_child_and_from_one_process(monkeypatch):
+    """chrome.py: forked, the child joins the GPU events to their launches itself (this process has
+    not yet); a child that fails leaves its part to this process, whose join took the collector's
+    columns: it must use that join, not join the emptied columns again."""
+    from bridge_plugins.analysis import chrome
+    from bridge_plugins.analysis.jsonable import dumps
+    from bridge_plugins.analysis.trace.split import collect_trace
+    from tests.analysis.hostile_inputs import JOB2
+
+    if not JOB2.exists():
+        pytest.skip("needs the shared GPU trace fixtures")
+    forks: list[int] = []
+    real_fork = second_core.Part.fork
+
+    def fork(self):
+        real_fork(self)
+        forks.append(self.pid)
+
+    monkeypatch.setattr(second_core.Part, "fork", fork)
+
+    def entry(read_on: int) -> str:
+        d = collect_trace(JOB2, 1)
+        d.spill_rest()
+        d.read_on = read_on
+        return dumps(chrome._analyzed(d, JOB2))
+
+    one = entry(1)
+    assert forks == []
+    assert entry(2) == one and len(forks) == 1
+    monkeypatch.setattr(second_core, "_child", lambda fn, w: os._exit(1))
+    assert entry(2) == one and len(forks) == 2
+    assert '"attribution": {' in one and '"launches": {' in one  # the child's part is in it
