@@ -14,6 +14,7 @@ from bridge_plugins.analysis.analyzers.gemm_precision import gemm_precision
 from bridge_plugins.analysis.analyzers.per_step import per_step
 from bridge_plugins.analysis.analyzers.step_breakdown import gpu_role_spans
 from bridge_plugins.analysis.analyzers.step_stats import step_stats
+from bridge_plugins.analysis.figures import GpuBreakdown
 from bridge_plugins.analysis.heap import big_arrays_given_back
 from bridge_plugins.analysis.parallel import trace_jobs
 from bridge_plugins.analysis.schema import TraceAsRead
@@ -33,25 +34,27 @@ def _rank(header: dict, path: Path) -> tuple[int | None, str, int | None]:
     return (rank, "file name", None) if rank is not None else (None, "none (numbered in input order)", None)
 
 
-def summarize_trace(path: Path) -> TraceAsRead:
-    """One trace's entry (see the schema), with every op and kernel. Raises TraceError for an unreadable file."""
+def summarize_trace(path: Path, *, timelines: bool = True) -> TraceAsRead:
+    """One trace's entry (see the schema), with every op and kernel, and its step timelines where
+    ``timelines``. Raises TraceError for an unreadable file."""
     d = collect_trace(path, trace_jobs())
     d.spill_rest()
     with big_arrays_given_back():
-        return _analyzed(d, path)
+        return _analyzed(d, path, timelines)
 
 
-def _analyzed(d: Collected, path: Path) -> TraceAsRead:
+def _analyzed(d: Collected, path: Path, timelines: bool = True) -> TraceAsRead:
     """The trace's entry from what its one pass collected."""
     rank, source, world = _rank(d.header, path)
     types = gpu_breakdown.kernel_types(d)
     keep = gpu_breakdown.kept_gpu_events(d)
     done: list[tuple] = []  # this process's join of the GPU events to their launches, once made
 
-    def rest_of_analyses() -> TraceAnalyses:
+    def rest_of_analyses() -> tuple[TraceAnalyses, GpuBreakdown | None]:
         """Forked, the child joins them itself (it starts before this process has); else this
         process's join, which took the collector's columns (``joined``)."""
-        return analyze(d, *(done[0] if done else joined(d, keep, types)))
+        g, calls = done[0] if done else joined(d, keep, types)
+        return analyze(d, g, calls, timelines), gpu_breakdown.breakdown(g, d.gpu_count)
 
     # about half the work, in a child on a second core where the trace was read on several
     with second_core.part(rest_of_analyses, d.read_on > 1) as rest:
@@ -61,9 +64,8 @@ def _analyzed(d: Collected, path: Path) -> TraceAsRead:
         done.append((g, calls))
         steps = per_step(d, g, calls, gpu_roles)
         del gpu_roles  # its unions, as long as the GPU events, are not held by the analyses below
-        gpu = gpu_breakdown.breakdown(g, d.gpu_count)
         cpu_ops = op_tables.cpu_ops(d)
-        analyses = rest.result()
+        analyses, gpu = rest.result()
     return TraceAsRead(
         file=str(path),
         rank=rank,

@@ -1,7 +1,7 @@
 """The trace formats the analysis reads: one reader per format, found by file name, in one registry.
 
 A reader is a function ``Path -> TraceAsRead`` (schema.py) that raises ``TraceError`` for a file
-it cannot read. Adding a format means one reader module and one line in ``FORMATS``; the job
+it cannot read; ``timelines=False`` asks it to leave the step timelines out (only the report draws them). Adding a format means one reader module and one line in ``FORMATS``; the job
 directory scan (jobdir.scan.find_inputs) asks :func:`knows` which files are traces, and
 ``summarize`` reads each with :func:`read`. Readers are imported on first use, so a command that
 reads only PyTorch traces never imports the nsys reader.
@@ -19,7 +19,7 @@ from bridge_plugins.analysis.trace.reader import TraceError
 
 
 class Reader(Protocol):
-    def __call__(self, path: Path, /) -> TraceAsRead: ...
+    def __call__(self, path: Path, /, *, timelines: bool = True) -> TraceAsRead: ...
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,14 @@ def knows(path: Path) -> bool:
     return format_of(path) is not None
 
 
-def read(path: Path) -> TraceAsRead:
+def read(path: Path, timelines: bool = True) -> TraceAsRead:
     """The trace entry of ``path`` by its format's reader (a picklable function, for worker processes)."""
     fmt = format_of(path)
     if fmt is None:
         raise TraceError(f"{path}: not a trace format the analysis reads ({', '.join(f.name for f in FORMATS)})")
-    return fmt.load()(Path(path))
+    return fmt.load()(Path(path), timelines=timelines)
+
+
+def read_without_timelines(path: Path) -> TraceAsRead:
+    """:func:`read` with no step timelines (picklable, as ``map`` needs)."""
+    return read(path, timelines=False)

@@ -51,16 +51,20 @@ def _memory(snapshots: list[Path], problems: list[Problem]) -> MemoryEntry | Non
     return MemoryEntry(snapshots=[str(p) for p in snapshots], files=read.files)
 
 
-def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Workers | None = None) -> Summary:
+def summarize(
+    paths: Sequence[str | Path], top: int | None = 10, workers: Workers | None = None, timelines: bool = True
+) -> Summary:
     """The Summary (module docstring) of job directories and/or trace and snapshot files.
 
     Files that cannot be read are listed in ``problems`` and the rest are summarized. Raises
     job.NothingToRead when no input could be read at all. ``top=None`` keeps every op and kernel.
     ``workers`` reads the traces in parallel (see analysis.parallel); the result is the same.
+    ``timelines`` False: no step timelines drawn (as :func:`without_timelines` leaves them).
     """
     found = find_inputs(paths, formats.knows)
     read: list[TraceAsRead] = []
-    for done in (workers or Workers()).map(formats.read, found.traces, TraceError):
+    reader = formats.read if timelines else formats.read_without_timelines
+    for done in (workers or Workers()).map(reader, found.traces, TraceError):
         if done.error is None:
             read.append(cast(TraceAsRead, done.value))  # what summarize_trace returned
         else:
@@ -88,7 +92,7 @@ def summarize(paths: Sequence[str | Path], top: int | None = 10, workers: Worker
 def diagnose(paths: Sequence[str | Path], workers: Workers | None = None) -> Diagnosis:
     """The ranked findings of ``summarize(paths)`` (every op and kernel kept, as the rules need),
     with its problems: what ``bridge-plugins diagnose`` prints. Raises as ``summarize`` does."""
-    s = summarize(paths, top=None, workers=workers)
+    s = summarize(paths, top=None, workers=workers, timelines=False)  # no rule reads them
     return Diagnosis(findings=s.findings, problems=s.problems, traces_read=len(s.traces))
 
 

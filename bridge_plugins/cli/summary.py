@@ -45,16 +45,16 @@ def run(args) -> int:
     w = workers(args)
     with reading_ahead(args.paths, w) as ahead:
         from bridge_plugins.analysis.jsonable import dumps
-        from bridge_plugins.analysis.pipeline import summarize, without_timelines
+        from bridge_plugins.analysis.pipeline import summarize
 
         if ahead and not args.json:  # the renderer (rich) while the workers read; else after the
             import bridge_plugins.analysis.text.summary  # noqa: F401  # analyses, its memory not beside theirs
         try:
-            s = summarize(args.paths, top=top, workers=w)
+            s = summarize(args.paths, top=top, workers=w, timelines=args.json and args.timelines)
         except NothingToRead as e:
             raise UsageError(str(e)) from None
     if args.json:
-        print(dumps(s if args.timelines else without_timelines(s)))
+        print(dumps(s))
     else:
         from bridge_plugins.analysis.text.summary import console, print_summary
 

@@ -176,3 +176,21 @@ def test_top_n_keeps_the_n_largest_rows_of_the_full_tables():
         }
         assert c.analyses == f.analyses.cut(3) and len(c.analyses.kernels.kernels) == 3
     assert full.cross_rank == cut.cross_rank
+
+
+def test_a_summary_without_timelines_draws_none_and_is_the_same_as_one_that_drops_them(monkeypatch):
+    """``summary`` (but with ``--json --timelines``) and ``diagnose`` ask for no step timelines: none
+    is drawn (each costs a trace's analyses ~10 ms and its second core's result most of its size),
+    and what is left is what dropping them after gives."""
+    from bridge_plugins.analysis.analyzers import all as analyzers_all
+    from bridge_plugins.analysis.pipeline import diagnose
+
+    whole = summarize(J128, top=5)
+    assert any(t.analyses.timelines for t in whole.traces)
+
+    def never(*args):
+        raise AssertionError("a step timeline drawn")
+
+    monkeypatch.setattr(analyzers_all, "step_timelines", never)
+    assert dumps(summarize(J128, top=5, timelines=False)) == dumps(without_timelines(whole))
+    assert diagnose(J128).findings == whole.findings

@@ -62,19 +62,19 @@ def step_intervals(d: Collected) -> dict[int, tuple[float, float]]:
     return {n: (d.step_ts[n], d.steps[n]) for n in sorted(d.steps) if n in d.step_ts}
 
 
-def analyze(d: Collected, g: GpuEvents, calls: CpuCalls) -> TraceAnalyses:
+def analyze(d: Collected, g: GpuEvents, calls: CpuCalls, timelines: bool = True) -> TraceAnalyses:
     """All analyses of one trace (every kernel and owner: see ``TraceAnalyses.cut``), from its kept
-    GPU events and their launch calls (gpu_events.joined)."""
+    GPU events and their launch calls (gpu_events.joined). ``timelines`` False: none drawn (only the
+    report and ``summary --json --timelines`` show them)."""
     with np.errstate(all="ignore"):  # a hostile duration (1e300) overflows a square: inf, not a warning
-        return _analyze(d, g, calls)
+        return _analyze(d, g, calls, timelines)
 
 
-def _analyze(d: Collected, g: GpuEvents, calls: CpuCalls) -> TraceAnalyses:
+def _analyze(d: Collected, g: GpuEvents, calls: CpuCalls, timelines: bool) -> TraceAnalyses:
     intervals = step_intervals(d)
     syncs = sync_points(d, intervals)
     if len(g.ts) == 0:
         steps = step_details(d, calls, None, intervals, syncs.per_step)
-        timelines = step_timelines(d, None, calls, steps)
         note = NONE_KEPT.format(n=d.gpu_count, calls=calls.count) if d.gpu_count else NO_GPU
         return TraceAnalyses(
             overlap=None,
@@ -86,7 +86,7 @@ def _analyze(d: Collected, g: GpuEvents, calls: CpuCalls) -> TraceAnalyses:
             attribution=None,
             syncs=syncs,
             steps=steps,
-            timelines=timelines,
+            timelines=step_timelines(d, None, calls, steps) if timelines else [],
             note=note,
         )
     steps = step_details(d, calls, g, intervals, syncs.per_step)
@@ -100,5 +100,5 @@ def _analyze(d: Collected, g: GpuEvents, calls: CpuCalls) -> TraceAnalyses:
         attribution=attribution(d, g, calls),
         syncs=syncs,
         steps=steps,
-        timelines=step_timelines(d, g, calls, steps),
+        timelines=step_timelines(d, g, calls, steps) if timelines else [],
     )

@@ -56,9 +56,10 @@ def _rank(path: Path, export: Export) -> tuple[int | None, str]:
     return (rank, "file name") if rank is not None else (None, "none (numbered in input order)")
 
 
-def summarize_export(path: Path, shown_as: Path | None = None) -> TraceAsRead:
+def summarize_export(path: Path, shown_as: Path | None = None, *, timelines: bool = True) -> TraceAsRead:
     """The trace entry of the export at ``path`` (``shown_as``: the file the user named, e.g. the
-    ``.nsys-rep`` it was exported from). Raises TraceError for a file that is not a readable export."""
+    ``.nsys-rep`` it was exported from; ``timelines``: none are drawn from a report either way).
+    Raises TraceError for a file that is not a readable export."""
     shown = Path(shown_as or path)
     export = open_export(path, shown)
     try:

@@ -102,6 +102,6 @@ def _export_into(nsys: str, path: Path, target: Path) -> None:
         os.replace(partial, target)
 
 
-def summarize_report(path: Path) -> TraceAsRead:
+def summarize_report(path: Path, *, timelines: bool = True) -> TraceAsRead:
     """The trace entry of a ``.nsys-rep``: its export's, with the report's own name and format."""
     return dataclasses.replace(summarize_export(export_report(Path(path)), shown_as=Path(path)), format=FORMAT)
