@@ -28,9 +28,9 @@ def calls(monkeypatch):
     seen: list = []
     real = chrome._analyzed
 
-    def analyzed(d, path):
+    def analyzed(d, path, timelines=True):
         seen.append("analyzed")
-        return real(d, path)
+        return real(d, path, timelines)
 
     monkeypatch.setattr(heap, "libc", lambda: Libc(seen))
     monkeypatch.setattr(heap, "_owned", False)
