@@ -59,7 +59,7 @@ def summarize(
     Files that cannot be read are listed in ``problems`` and the rest are summarized. Raises
     job.NothingToRead when no input could be read at all. ``top=None`` keeps every op and kernel.
     ``workers`` reads the traces in parallel (see analysis.parallel); the result is the same.
-    ``timelines`` False: no step timelines drawn (as :func:`without_timelines` leaves them).
+    ``timelines`` False: no step timelines drawn (as ``without_timelines`` leaves them).
     """
     found = find_inputs(paths, formats.knows)
     read: list[TraceAsRead] = []
