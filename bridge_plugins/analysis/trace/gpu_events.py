@@ -99,13 +99,14 @@ def joined(d: Collected, keep: np.ndarray, types: list[str]) -> tuple[GpuEvents,
     and those calls. Takes the collector's GPU columns (Collected.take_gpu_columns), a column at a
     time, so that the GPU events are never held twice."""
     cols = d.take_gpu_columns()
-    index = np.flatnonzero(keep)
+    index = np.flatnonzero(keep).astype(_index_type(len(keep)))  # 4 bytes an event, from here
     ts = _take(cols, "gpu_ts", np.float64, index)
     if not bool(np.all(ts[1:] >= ts[:-1])):
+        # one permuted copy at a time: the sort's peak is the order and three columns, not five
         order = np.argsort(ts, kind="stable")
-        index, ts = index[order], ts[order]
+        index = index[order]
+        ts = ts[order]
         del order
-    index = index.astype(_index_type(len(keep)))
     dur = _take(cols, "gpu_dur", np.float64, index)
     name = _take(cols, "gpu_name", np.int32, index)
     code_of_name = np.array(
