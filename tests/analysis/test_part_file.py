@@ -58,3 +58,37 @@ def test_a_file_that_cannot_be_written_or_is_shorter_than_its_pickle_says_raises
     os.ftruncate(fd, os.fstat(fd).st_size - 8)
     with pytest.raises(OSError, match="ends"):
         part_file.loads(data, fd)
+
+
+def test_the_file_holds_exactly_the_arrays_bytes_one_after_the_other(fd):
+    part = _part()
+    part_file.dumps(part, fd)
+    arrays = [part[k] for k in ("gpu_ts", "gpu_name", "gpu_cat")] + [a for t in part["tails"].values() for a in t]
+    assert os.fstat(fd).st_size == sum(len(a) * a.itemsize for a in arrays)
+    assert os.pread(fd, 8, 0) == part["gpu_ts"][:1].tobytes()  # from offset 0, in the order pickled
+
+
+def test_a_short_write_is_written_on_from_where_it_stopped(fd, monkeypatch):
+    """``os.pwrite`` may write less than asked: the rest goes after it, at its offset."""
+    real = os.pwrite
+    monkeypatch.setattr(part_file.os, "pwrite", lambda f, data, at: real(f, bytes(data)[:1000], at))
+    part = _part()
+    back = part_file.loads(part_file.dumps(part, fd), fd)
+    assert pickle.dumps(back) == pickle.dumps(part)
+
+
+def test_the_memory_file_is_closed_on_exec_and_named_for_what_it_holds(fd):
+    import fcntl
+
+    assert fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC  # a program the command runs (nsys) gets none
+    assert os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:bridge-plugins-part")
+
+
+def test_no_memory_file_where_none_can_be_made(monkeypatch):
+    def refused(*args):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(part_file.os, "memfd_create", refused)
+    assert part_file.new_file() == -1
+    monkeypatch.delattr(part_file.os, "memfd_create")
+    assert part_file.new_file() == -1
