@@ -39,7 +39,7 @@ def summarize_trace(path: Path, *, timelines: bool = True) -> TraceAsRead:
     ``timelines``. Raises TraceError for an unreadable file."""
     d = collect_trace(path, trace_jobs())
     d.spill_rest()
-    with big_arrays_given_back():
+    with big_arrays_given_back(d.gpu_count):
         return _analyzed(d, path, timelines)
 
 

@@ -1,4 +1,4 @@
-"""glibc's mmap threshold is 256 KiB while a trace's analyses run, 32 MiB after, only in a process the
+"""glibc's mmap threshold is 1 MiB while a trace's analyses run (256 KiB for a big one), 32 MiB after, only in a process the
 analysis owns (the command line's); a user's process that calls ``summarize`` is left as it was."""
 
 from __future__ import annotations
@@ -46,12 +46,12 @@ def test_a_process_the_analysis_does_not_own_keeps_its_allocator(calls):
 def test_in_its_own_process_the_analyses_run_with_a_1_mib_threshold_and_leave_32_mib(calls):
     heap.own_this_process()
     chrome.summarize_trace(TRACE)
-    assert calls == [(-3, 1 << 18), "analyzed", (-3, 32 << 20)]
+    assert calls == [(-3, 1 << 20), "analyzed", (-3, 32 << 20)]
 
 
 def test_the_command_line_owns_its_process(calls, capsys):
     assert main(["summary", "--json", "--jobs", "1", str(TRACE)]) == 0
-    assert calls == [(-3, 1 << 18), "analyzed", (-3, 32 << 20)]
+    assert calls == [(-3, 1 << 20), "analyzed", (-3, 32 << 20)]
     assert '"schema_version": 2' in capsys.readouterr().out
 
 
@@ -61,3 +61,14 @@ def test_without_mallopt_the_trace_reads_the_same(monkeypatch):
     without = chrome.summarize_trace(TRACE)
     monkeypatch.setattr(heap, "_owned", False)
     assert without == chrome.summarize_trace(TRACE)
+
+
+def test_a_big_traces_analyses_give_back_smaller_arrays_too(calls, monkeypatch):
+    heap.own_this_process()
+    monkeypatch.setattr(heap, "BIG_TRACE_GPU_EVENTS", 100)  # job2_rank0 keeps 3,774 GPU events
+    chrome.summarize_trace(TRACE)
+    assert calls == [(-3, 1 << 18), "analyzed", (-3, 32 << 20)]
+    calls.clear()
+    with heap.big_arrays_given_back(99):
+        pass
+    assert calls == [(-3, 1 << 20), (-3, 32 << 20)]
