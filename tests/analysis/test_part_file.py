@@ -10,7 +10,15 @@ import pytest
 
 from bridge_plugins.analysis.trace import part_file
 
-pytestmark = pytest.mark.skipif(part_file.new_file() < 0, reason="no memfd here")
+
+def _memfd_here() -> bool:
+    fd = part_file.new_file()
+    if fd >= 0:
+        os.close(fd)
+    return fd >= 0
+
+
+pytestmark = pytest.mark.skipif(not _memfd_here(), reason="no memfd here")
 
 
 @pytest.fixture

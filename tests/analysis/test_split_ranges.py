@@ -478,3 +478,35 @@ def test_a_range_worker_whose_memory_file_cannot_be_written_sends_its_part_throu
     finally:
         os.close(read_only)
     assert kind == "part" and part.events > 0 and marks
+
+
+def test_a_file_that_cannot_be_checked_as_its_ranges_start_fails_with_its_name(in_ranges, monkeypatch):
+    """``fstat`` of the opened file failing as the workers are about to start: the file's error
+    (no memory file was made yet, and none is left open)."""
+
+    def no_stat(fh):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(split_worker, "file_identity", no_stat)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(TraceError) as e:
+        read_ranges.Ranges(JOB2, 2, JOB2.stat().st_size)
+    assert str(e.value).startswith(f"{JOB2}: ") and "Input/output error" in str(e.value)
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_ranges_closed_twice_close_once(in_ranges):
+    """A read in ranges stopped, then stopped again (a command's way out after the collector's):
+    its workers, its file and its memory files go once, the second close does nothing."""
+    ranges = read_ranges.Ranges(JOB2, 2, len(gzip.decompress(JOB2.read_bytes())))
+    fds = list(ranges.part_fds)
+    assert len(fds) == 1 and fds[0] >= 0
+    inode = os.fstat(fds[0]).st_ino
+    ranges.close()
+    ranges.close()
+    assert ranges.pool is None and ranges.part_fds == [] and ranges.raw.closed
+    try:
+        reused = os.fstat(fds[0]).st_ino  # the number may name another file since: not this one
+    except OSError:
+        reused = None
+    assert reused != inode
