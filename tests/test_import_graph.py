@@ -4,12 +4,16 @@ function or under ``TYPE_CHECKING``); a module of ours imported inside a functio
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 from tests.import_graph import Import, cycles, imports
 from tests.support import clean_env
 
+SNAPSHOTS_ONLY = (
+    "only a summary with snapshots reads them: a trace's summary never imports the snapshot readers (~10 ms)"
+)
 FUNCTION_LEVEL = {
     ("bridge_plugins.analysis.parallel", "bridge_plugins.analysis.ray_map"): (
         "ray_map imports Ray, which only --ray-address needs (seconds to import); ray_map imports not parallel"
@@ -20,12 +24,18 @@ FUNCTION_LEVEL = {
     ("bridge_plugins.config", "bridge_plugins.config.profiling"): (
         "the package's lazy name (its type under TYPE_CHECKING): the CLI imports config.errors without the config"
     ),
+    ("bridge_plugins.analysis.pipeline", "bridge_plugins.analysis.memory.results"): SNAPSHOTS_ONLY,
+    ("bridge_plugins.analysis.pipeline", "bridge_plugins.analysis.memory.snapshot"): SNAPSHOTS_ONLY,
+    ("bridge_plugins.analysis.text.summary", "bridge_plugins.analysis.text.memory"): SNAPSHOTS_ONLY,
 }
 """(importer, imported): why that import is inside a function."""
 LIGHT_TYPES = "a type only: the Summary's types and the findings load no analyzer (numpy) for the CLI's parser"
 TYPE_ONLY = {
     ("bridge_plugins", "bridge_plugins.config.profiling"): "ProfilingConfig is a lazy name of the package (_LAZY)",
     ("bridge_plugins.analysis.schema", "bridge_plugins.analysis.analyzers.all"): LIGHT_TYPES,
+    ("bridge_plugins.analysis.schema", "bridge_plugins.analysis.memory.results"): (
+        "a type only: a trace's summary never imports the snapshot readers"
+    ),
     ("bridge_plugins.analysis.findings.host_bound", "bridge_plugins.analysis.analyzers.idle"): LIGHT_TYPES,
     ("bridge_plugins.analysis.findings.step_variance", "bridge_plugins.analysis.analyzers.step_detail"): LIGHT_TYPES,
 }
@@ -127,3 +137,20 @@ def test_anything_but_a_command_name_gets_every_commands_parser():
     assert list(choices) == SUBCOMMANDS
     only = next(a for a in build_parser("memory")._subparsers._group_actions).choices
     assert list(only) == ["memory"]
+
+
+def test_a_traces_summary_loads_no_snapshot_reader(tmp_path):
+    """What SNAPSHOTS_ONLY says: ``summary`` of a trace (tables and --json) imports none of the
+    memory modules (~10 ms of a command that reads a trace in under a second)."""
+    trace = tmp_path / "rank0.json"
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 5}
+    trace.write_text(json.dumps({"traceEvents": [step]}))
+    for flags in ([], ["--json"]):
+        code = (
+            "import sys, contextlib, io\nfrom bridge_plugins.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()) as out: code = main(['summary', *{flags!r}, {str(trace)!r}])\n"
+            "print(code, 'Profiler' in out.getvalue() or 'steps' in out.getvalue())\n"
+            "print(sorted(m for m in sys.modules if '.memory' in m and m.startswith('bridge_plugins')))"
+        )
+        out = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, timeout=60)
+        assert out.stdout.splitlines() == ["0 True", "[]"], out.stderr

@@ -12,18 +12,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from bridge_plugins.analysis import formats
 from bridge_plugins.analysis.chrome import summarize_trace
 from bridge_plugins.analysis.cross_rank import cross_rank
 from bridge_plugins.analysis.findings.run import rank_findings
-from bridge_plugins.analysis.memory.results import MemoryEntry
-from bridge_plugins.analysis.memory.snapshot import memory_entry
 from bridge_plugins.analysis.parallel import Workers
 from bridge_plugins.analysis.schema import Diagnosis, Problem, Summary, TraceAsRead, TraceSummary
 from bridge_plugins.analysis.trace.reader import TraceError
 from bridge_plugins.jobdir.scan import NothingToRead, find_inputs
+
+if TYPE_CHECKING:  # imported where there are snapshots: a trace's summary never loads the snapshot readers
+    from bridge_plugins.analysis.memory.results import MemoryEntry
 
 __all__ = [
     "summarize",
@@ -46,6 +47,9 @@ def _memory(snapshots: list[Path], problems: list[Problem]) -> MemoryEntry | Non
     a snapshot that cannot be read goes to ``problems``."""
     if not snapshots:
         return None
+    from bridge_plugins.analysis.memory.results import MemoryEntry
+    from bridge_plugins.analysis.memory.snapshot import memory_entry
+
     read = memory_entry(snapshots)
     problems.extend(read.problems)
     return MemoryEntry(snapshots=[str(p) for p in snapshots], files=read.files)

@@ -25,10 +25,10 @@ from bridge_plugins.analysis.figures import (
     StepStats,
 )
 from bridge_plugins.analysis.jsonable import OMIT_WHEN_NONE
-from bridge_plugins.analysis.memory.results import MemoryEntry
 
-if TYPE_CHECKING:  # a type only: the Summary's types load no analyzer (numpy); no cycle (tests/test_import_graph.py)
-    from bridge_plugins.analysis.analyzers.all import TraceAnalyses
+if TYPE_CHECKING:  # types only: the Summary's types load no analyzer (numpy) and no snapshot reader; no cycle
+    from bridge_plugins.analysis.analyzers.all import TraceAnalyses  # (tests/test_import_graph.py)
+    from bridge_plugins.analysis.memory.results import MemoryEntry
 
 __all__ = [
     "CrossRankGroup",

@@ -21,7 +21,6 @@ from bridge_plugins.analysis.schema import CrossRankGroup, Summary, TraceSummary
 from bridge_plugins.analysis.text import many_ranks
 from bridge_plugins.analysis.text.cells import ms, pct, short, step_ranges
 from bridge_plugins.analysis.text.findings import analyses_table, findings_table
-from bridge_plugins.analysis.text.memory import brief
 
 
 def _ranks_table(s: Summary) -> Table:
@@ -134,6 +133,8 @@ def _per_rank(s: Summary) -> list:
 def renderables(s: Summary) -> list:
     out = many_ranks.renderables(s) if ranks_view.is_many(s) else _per_rank(s)
     if s.memory:
+        from bridge_plugins.analysis.text.memory import brief  # here: a trace's summary loads no snapshot reader
+
         out.append(Text(brief(s.memory) or "Memory snapshots: " + ", ".join(s.memory.snapshots)))
     return out
 
