@@ -141,9 +141,15 @@ def renderables(s: Summary) -> list:
 
 def to_text(s: Summary, width: int = 160) -> str:
     """Plain text (no colour) of the tables, for logs and the main job's end-of-run summary."""
-    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None, **VERBATIM)
     console.print(Group(*renderables(s)))
     return console.export_text()
+
+
+VERBATIM = {"markup": False, "emoji": False}
+"""The consoles' settings for the text they print, a trace's names among it: as it is, never read as
+rich markup (``x[bold]y`` would lose its tag, a stray ``[/x]`` end the command with a traceback) or
+emoji codes (``:fire:``). The tables' styles are rich's objects, not markup."""
 
 
 class _Console(Console):
@@ -155,7 +161,7 @@ class _Console(Console):
 
 def console() -> Console:
     """The terminal's width on a terminal; 160 columns into a pipe or file (rich would use 80)."""
-    return _Console() if sys.stdout.isatty() else _Console(width=160)
+    return _Console(**VERBATIM) if sys.stdout.isatty() else _Console(width=160, **VERBATIM)
 
 
 def print_summary(s: Summary, console: Console) -> None:
