@@ -39,7 +39,7 @@ def run(args) -> int:
         print(dumps(c))
     else:
         from bridge_plugins.analysis.text.run_compare import print_compare
-        from bridge_plugins.analysis.text.summary import console
+        from bridge_plugins.analysis.text.terminal import console
 
         print_compare(c, console())
     print_problems(c.problems, "compare")

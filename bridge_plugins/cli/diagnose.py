@@ -45,7 +45,7 @@ def run(args) -> int:
         from rich.text import Text
 
         from bridge_plugins.analysis.text.findings import advice, evidence, findings_table
-        from bridge_plugins.analysis.text.summary import console
+        from bridge_plugins.analysis.text.terminal import console
 
         out = console()
         out.print(findings_table(s.findings))

@@ -56,7 +56,8 @@ def run(args) -> int:
     if args.json:
         print(dumps(s))
     else:
-        from bridge_plugins.analysis.text.summary import console, print_summary
+        from bridge_plugins.analysis.text.summary import print_summary
+        from bridge_plugins.analysis.text.terminal import console
 
         print_summary(s, console())
     print_problems(s.problems, "summary")

@@ -6,8 +6,6 @@ same figures.
 
 from __future__ import annotations
 
-import io
-import sys
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -21,6 +19,7 @@ from bridge_plugins.analysis.schema import CrossRankGroup, Summary, TraceSummary
 from bridge_plugins.analysis.text import many_ranks
 from bridge_plugins.analysis.text.cells import ms, pct, short, step_ranges
 from bridge_plugins.analysis.text.findings import analyses_table, findings_table
+from bridge_plugins.analysis.text.terminal import plain_text
 
 
 def _ranks_table(s: Summary) -> Table:
@@ -141,27 +140,7 @@ def renderables(s: Summary) -> list:
 
 def to_text(s: Summary, width: int = 160) -> str:
     """Plain text (no colour) of the tables, for logs and the main job's end-of-run summary."""
-    console = Console(width=width, record=True, file=io.StringIO(), color_system=None, **VERBATIM)
-    console.print(Group(*renderables(s)))
-    return console.export_text()
-
-
-VERBATIM = {"markup": False, "emoji": False}
-"""The consoles' settings for the text they print, a trace's names among it: as it is, never read as
-rich markup (``x[bold]y`` would lose its tag, a stray ``[/x]`` end the command with a traceback) or
-emoji codes (``:fire:``). The tables' styles are rich's objects, not markup."""
-
-
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        """``summary DIR | head``: let the CLI end with status 0 (rich itself exits with status 1)."""
-        self.quiet = True
-        raise BrokenPipeError
-
-
-def console() -> Console:
-    """The terminal's width on a terminal; 160 columns into a pipe or file (rich would use 80)."""
-    return _Console(**VERBATIM) if sys.stdout.isatty() else _Console(width=160, **VERBATIM)
+    return plain_text([Group(*renderables(s))], width)
 
 
 def print_summary(s: Summary, console: Console) -> None:
