@@ -178,6 +178,19 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+def ending(pool: ProcessPoolExecutor) -> Callable[[], None]:
+    """Let ``pool``'s processes end now that every task it was given is done, while the caller goes
+    on (their exit takes a few ms: a read in ranges merges meanwhile); the function returned waits
+    until they and the pool's thread are gone (a process is forked only without other threads)."""
+    manager = getattr(pool, "_executor_manager_thread", None)
+    pool.shutdown(wait=False)
+    return manager.join if manager is not None else _nothing
+
+
+def _nothing() -> None:
+    pass
+
+
 def terminate(pool: ProcessPoolExecutor) -> None:
     """Stop ``pool``'s processes now (an exception or Ctrl-C in the caller), and its threads."""
     manager = getattr(pool, "_executor_manager_thread", None)

@@ -13,6 +13,7 @@ battery, and an error in the last quarter of a file, are read both ways in test_
 from __future__ import annotations
 
 import gzip
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -510,3 +511,26 @@ def test_ranges_closed_twice_close_once(in_ranges):
     except OSError:
         reused = None
     assert reused != inode
+
+
+@pytest.mark.parametrize("merges", [True, False])
+def test_the_workers_end_while_the_last_part_merges(in_ranges, rereads, monkeypatch, merges):
+    """As the last part arrives the pool is told to end (parallel.ending: its worker exits while the
+    part merges), and closing waits for it: no thread or process is left, whether the merge took the
+    part or gave up (the file then read again in one process)."""
+    started = _started(monkeypatch)
+    seen: list[tuple] = []
+    real = read_ranges.merge
+
+    def spy(c, p, frozen_base=None, marks=None):
+        ranges = started[-1]
+        seen.append((ranges.wait_end is not None, ranges.pool is not None))
+        return real(c, p, frozen_base, marks) if merges else False
+
+    monkeypatch.setattr(read_ranges, "merge", spy)
+    d = collect_trace(JOB2, 2)
+    assert seen == [(True, True)]  # told to end before the merge, not yet waited for
+    assert started[-1].pool is None and threading.active_count() == 1
+    assert multiprocessing.active_children() == []
+    assert (rereads, d.read_on) == (([], 2) if merges else ([JOB2], 1))
+    assert (dump(d), _blocks(d)) == _outcome(JOB2, 1)

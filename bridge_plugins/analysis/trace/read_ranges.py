@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bridge_plugins.analysis.parallel import Workers, file_size, start_pool, terminate
+from bridge_plugins.analysis.parallel import Workers, ending, file_size, start_pool, terminate
 from bridge_plugins.analysis.trace import chunked, part_file, split_plan, split_worker
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.merge import merge
@@ -72,6 +72,7 @@ class Ranges:
 
         self.path = path
         self.part_fds: list[int] = []
+        self.wait_end: Callable[[], None] | None = None  # set once every part is in (parallel.ending)
         with named_errors(path):
             self.raw = open_regular(path)
         try:
@@ -120,9 +121,11 @@ class Ranges:
         with chunked.open_stream(self.raw, self.path.name.endswith(".gz"), 0) as fh:
             if not split_worker.read_range(fh, c, 0, self.starts[1]):
                 return False
-        for future, fd in zip(self.futures, self.part_fds, strict=True):
+        for k, (future, fd) in enumerate(zip(self.futures, self.part_fds, strict=True)):
             try:
                 kind, value = future.result()
+                if k == len(self.futures) - 1 and self.pool is not None:
+                    self.wait_end = ending(self.pool)  # the last part is in: the workers end while it merges
                 if kind == "shared":
                     kind, value = "part", part_file.loads(value, fd)
             except (BrokenProcessPool, OSError):  # OSError: the memory file could not be mapped
@@ -136,7 +139,9 @@ class Ranges:
     def close(self, done: bool = False) -> None:
         """The workers let finish (``done``: each sent its part) or stopped, and the file closed."""
         if self.pool is not None:
-            if done:
+            if self.wait_end is not None:
+                self.wait_end()
+            elif done:
                 self.pool.shutdown(wait=True)
             else:
                 terminate(self.pool)
