@@ -31,6 +31,38 @@ def test_a_forked_part_is_computed_in_the_child_and_comes_back_whole():
     assert p.pid is None and p.fd == -1
 
 
+def test_a_child_that_sent_its_result_is_reaped_by_the_next_fork_at_the_latest():
+    """Its exit is not waited for as its result is read (second_core.EXITING), but it is no zombie
+    for long: the next part's fork reaps it first (and this process's exit, with atexit)."""
+    with second_core.part(lambda: os.getpid(), fork=True) as p:
+        child = p.result()
+    assert child != os.getpid() and set(second_core.EXITING) <= {child}
+    with second_core.part(lambda: os.getpid(), fork=True) as p:
+        assert second_core.EXITING == []  # reaped before this fork
+        with pytest.raises(ChildProcessError):
+            os.waitpid(child, os.WNOHANG)
+        second = p.result()
+    second_core.reap_exiting(block=True)
+    assert second_core.EXITING == []
+    with pytest.raises(ChildProcessError):
+        os.waitpid(second, os.WNOHANG)
+
+
+@pytest.mark.parametrize(
+    ("sent", "whole"),
+    [
+        ((3).to_bytes(8, "little") + b"abc", b"abc"),
+        ((4).to_bytes(8, "little") + b"abc", None),  # cut short
+        ((2).to_bytes(8, "little") + b"abc", None),  # more than it said
+        ((0).to_bytes(8, "little"), None),  # no pickle is empty
+        (b"", None),  # nothing sent
+        (b"\x03\x00", None),  # the length itself cut short
+    ],
+)
+def test_a_result_is_taken_only_where_all_of_it_came(sent, whole):
+    assert second_core.whole(sent) == whole
+
+
 def test_not_forked_the_part_is_computed_here_when_asked():
     calls = []
     with second_core.part(lambda: calls.append(1) or os.getpid(), fork=False) as p:
