@@ -13,7 +13,7 @@ import numpy as np
 
 from bridge_plugins.analysis.figures import GpuBreakdown
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_events import EVENTS_AT, KERNEL_TYPES, GpuEvents
+from bridge_plugins.analysis.trace.gpu_events import EVENTS_AT, KERNEL_TYPES, NEARLY_SORTED, GpuEvents
 from bridge_plugins.analysis.trace.kernel_types import COMMUNICATION, COMPUTATION, MEMORY, OTHER, kernel_type
 
 
@@ -37,7 +37,7 @@ def kept_gpu_events(d: Collected) -> np.ndarray:
     parts = [corr_[ts <= end] for corr_, ts in d.cpu_call_blocks((0, 1))]  # a block of calls at a time
     launched = np.concatenate(parts) if parts else np.zeros(0, np.int64)
     del parts
-    launched.sort()  # in place: np.isin or np.unique would take several copies
+    launched.sort(kind=NEARLY_SORTED)  # in place: np.isin or np.unique would take several copies
     if len(launched) == 0:
         return np.zeros(len(corr), dtype=bool)
     return launched[np.minimum(np.searchsorted(launched, corr), len(launched) - 1)] == corr

@@ -13,7 +13,7 @@ from bridge_plugins.analysis.analyzers.gpu_breakdown import _union_length
 from bridge_plugins.analysis.analyzers.step_breakdown import GpuRoles, step_splits
 from bridge_plugins.analysis.figures import StepRow
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_events import CpuCalls, GpuEvents
+from bridge_plugins.analysis.trace.gpu_events import NEARLY_SORTED, CpuCalls, GpuEvents
 
 
 def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -> list[StepRow]:
@@ -30,7 +30,7 @@ def per_step(d: Collected, g: GpuEvents, calls: CpuCalls, gpu_roles: GpuRoles) -
             a, b = np.searchsorted(launched, [start, start + d.steps[n]])  # launched in [start, end)
             if a >= b:
                 continue
-            mine = np.sort(by_launch[a:b])  # in the events' order, as a mask over them gives them
+            mine = np.sort(by_launch[a:b], kind=NEARLY_SORTED)  # in the events' order, as a mask over them gives them
             s = g.ts[mine]
             e = s + g.dur[mine]  # GpuEvents.end's ts + dur, for these events only
             base = s.min()

@@ -29,7 +29,7 @@ from bridge_plugins.analysis.analyzers.step_windows import Spans, within
 from bridge_plugins.analysis.analyzers.step_windows import union as _union
 from bridge_plugins.analysis.figures import StepBreakdown, StepRow
 from bridge_plugins.analysis.trace.collect import GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_OTHER, STEP_RE, Collected
-from bridge_plugins.analysis.trace.gpu_events import EVENTS_AT, CpuCalls, GpuEvents
+from bridge_plugins.analysis.trace.gpu_events import EVENTS_AT, NEARLY_SORTED, CpuCalls, GpuEvents
 
 COLLECTIVES = frozenset(
     f"{lib}:{op}"
@@ -171,7 +171,7 @@ def gpu_role_spans(d: Collected, keep: np.ndarray) -> GpuRoles:
         i = device[a : a + EVENTS_AT]
         ends[a : a + EVENTS_AT] = ts[i] + dur[i]
     del device
-    ends.sort()  # in place: np.sort's algorithm without its copy
+    ends.sort(kind=NEARLY_SORTED)  # in place: np.sort's algorithm without its copy
     return GpuRoles(unions, ends)
 
 

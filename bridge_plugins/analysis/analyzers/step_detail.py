@@ -14,7 +14,7 @@ import numpy as np
 
 from bridge_plugins.analysis.analyzers.threads import covered
 from bridge_plugins.analysis.trace.collect import Collected
-from bridge_plugins.analysis.trace.gpu_events import EVENTS_AT, LAUNCH_CALLS, CpuCalls, GpuEvents
+from bridge_plugins.analysis.trace.gpu_events import EVENTS_AT, LAUNCH_CALLS, NEARLY_SORTED, CpuCalls, GpuEvents
 
 
 @dataclass
@@ -53,7 +53,7 @@ def _launches(d: Collected, steps: dict[int, tuple[float, float]]) -> dict[int, 
         return counts
     bounds = np.array([(start, start + dur) for start, dur in steps.values()], dtype=np.float64)
     for ts, name in d.cpu_call_blocks((1, 3)):
-        t = np.sort(ts[np.isin(name, launch_ids)])
+        t = np.sort(ts[np.isin(name, launch_ids)], kind=NEARLY_SORTED)
         inside = np.searchsorted(t, bounds[:, 1]) - np.searchsorted(t, bounds[:, 0])
         for n, k in zip(counts, inside.tolist(), strict=True):
             counts[n] += k

@@ -16,6 +16,7 @@ import numpy as np
 
 from bridge_plugins.analysis.analyzers.threads import columns, enclosing, outermost
 from bridge_plugins.analysis.trace.collect import Collected
+from bridge_plugins.analysis.trace.gpu_events import NEARLY_SORTED
 from bridge_plugins.analysis.trace.spill import ThreadColumns
 
 SYNC_CALLS = frozenset(
@@ -98,7 +99,7 @@ def _waiting(d: Collected, key: tuple, ts: np.ndarray, dur: np.ndarray) -> np.nd
         thread = d.threads.index(key) if key in d.threads else -1
         has_call = np.zeros(len(ts), dtype=bool)
         for call_ts, call_thread in d.cpu_call_blocks((1, 4)):  # a call inside the read, in any block
-            t = np.sort(call_ts[call_thread == thread])
+            t = np.sort(call_ts[call_thread == thread], kind=NEARLY_SORTED)
             if len(t):
                 first = np.searchsorted(t, ts)
                 has_call |= (first < len(t)) & (t[np.minimum(first, len(t) - 1)] <= ts + dur)

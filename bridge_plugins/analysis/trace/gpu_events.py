@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -169,13 +170,20 @@ def _launches(d: Collected, corr: array, index: np.ndarray) -> tuple[np.ndarray,
     return launch, CpuCalls(ts, dur, name, thread, d.cpu_call_count())
 
 
+NEARLY_SORTED: Final = "stable"
+"""numpy's sort ``kind`` for values nearly in order already (times, correlation ids, the indices of
+events in time order): its stable sort (timsort) takes one pass over runs already sorted, 0.3-0.5 ms
+for 185 k such values against 8 ms for the default (introsort, vectorized, blind to the order).
+Twice as slow on values in random order: not for those. Equal values are alike, so the result is."""
+
+
 def sorted_distinct(values: np.ndarray, in_place: bool = False) -> np.ndarray:
     """``np.unique(values)`` through a sort: numpy 2's hashing unique takes 30x as long on a hundred
     thousand distinct integers (29 ms against 0.9 ms), 1.5 % of a 200 MB trace's ``summary``.
     ``in_place``: ``values`` is the caller's own to sort, without a copy."""
     if in_place:
-        values.sort()
-    s = values if in_place else np.sort(values)
+        values.sort(kind=NEARLY_SORTED)
+    s = values if in_place else np.sort(values, kind=NEARLY_SORTED)
     return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
 
 
