@@ -26,6 +26,12 @@ TABLES = tuple(table for table, _ in collect.TABLE_CATEGORIES)
 """The collector's per-thread tables (``Collected`` fields), merged part by part."""
 
 
+def _raw(column: array) -> memoryview:
+    """A part's column as bytes, without a copy: an ``array``, or a numpy view of a memory file
+    (part_file.loads), which ``array.frombytes`` takes only so."""
+    return memoryview(column).cast("B")
+
+
 def _remap(ids: array, mapping: np.ndarray) -> bytes:
     import numpy as np
 
@@ -125,12 +131,12 @@ def merge(
     base = len(d.gpu_ts)
     d.gpu_name.frombytes(_remap(p.gpu_name, gpu_names))
     for field in _GPU[1:]:
-        getattr(d, field).extend(getattr(p, field))
+        getattr(d, field).frombytes(_raw(getattr(p, field)))
     d.gpu_count = len(d.gpu_ts)
     if len(p.mem_index):
         d.mem_index.frombytes((np.frombuffer(p.mem_index, dtype=np.int64) + base).tobytes())
-        d.mem_bytes.extend(p.mem_bytes)
-        d.mem_bw.extend(p.mem_bw)
+        d.mem_bytes.frombytes(_raw(p.mem_bytes))
+        d.mem_bw.frombytes(_raw(p.mem_bw))
     if len(p.cpu_corr):
         sources: tuple[array | bytes, ...] = (p.cpu_corr, p.cpu_corr_ts, p.cpu_corr_dur)
         sources += (_remap(p.cpu_corr_name, names), _remap(p.cpu_corr_thread, threads))
