@@ -6,7 +6,7 @@ readable; files skipped are listed on stderr and in the JSON's ``problems``.
 
 from __future__ import annotations
 
-from bridge_plugins.cli import UsageError, add_json, add_top, add_workers, top_rows, workers
+from bridge_plugins.cli import UsageError, add_json, add_top, add_workers, analysis_starts, top_rows, workers
 from bridge_plugins.cli.summary import print_problems
 from bridge_plugins.jobdir.scan import NothingToRead
 
@@ -31,6 +31,7 @@ def run(args) -> int:
     from bridge_plugins.analysis.run_compare import compare
 
     top = top_rows(args)
+    analysis_starts()
     try:
         c = compare([args.base], [args.new], top=top, workers=workers(args))
     except NothingToRead as e:

@@ -7,7 +7,7 @@ nothing could be read. ``--json`` prints ``{"schema_version", "findings": [...]}
 from __future__ import annotations
 
 from bridge_plugins.analysis.findings import run as findings  # KINDS: the one list of finding kinds
-from bridge_plugins.cli import UsageError, add_json, add_paths, add_workers, workers
+from bridge_plugins.cli import UsageError, add_json, add_paths, add_workers, analysis_starts, workers
 from bridge_plugins.cli.summary import print_problems
 from bridge_plugins.jobdir.scan import NothingToRead
 
@@ -35,6 +35,7 @@ def run(args) -> int:
 
         if ahead and not args.json:  # the renderer (rich) while the workers read: see cli/summary.py
             import bridge_plugins.analysis.text.findings  # noqa: F401
+        analysis_starts()
         try:
             s = diagnose(args.paths, workers=w)
         except NothingToRead as e:

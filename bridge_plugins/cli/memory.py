@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge_plugins.cli import UsageError, add_json, add_paths
+from bridge_plugins.cli import UsageError, add_json, add_paths, analysis_starts
 from bridge_plugins.jobdir.scan import NothingToRead, find_inputs
 
 
@@ -52,6 +52,7 @@ def run(args) -> int:
     from bridge_plugins.analysis.memory.snapshot_diff import compare_snapshot_figures
     from bridge_plugins.analysis.text.memory import render_compare, render_snapshot_figures
 
+    analysis_starts()
     snapshot = snapshot_in(args.paths)
     if args.compare:  # a snapshot that cannot be read: AnalysisInputError, one line and exit 2 (cli.main)
         other = snapshot_in(args.compare)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bridge_plugins.cli import UsageError, add_paths, add_top, add_workers, top_rows, workers
+from bridge_plugins.cli import UsageError, add_paths, add_top, add_workers, analysis_starts, top_rows, workers
 from bridge_plugins.cli.summary import print_problems
 from bridge_plugins.jobdir.scan import NothingToRead
 
@@ -83,6 +83,7 @@ def run(args) -> int:
         from bridge_plugins.analysis.page import build
         from bridge_plugins.analysis.report.html import write_report
 
+        analysis_starts()
         try:
             html, skipped = build(paths, baseline, top=top, workers=w)
         except NothingToRead as e:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from bridge_plugins.cli import UsageError, add_json, add_paths, add_top, add_workers, top_rows, workers
+from bridge_plugins.cli import UsageError, add_json, add_paths, add_top, add_workers, analysis_starts, top_rows, workers
 from bridge_plugins.jobdir.scan import NothingToRead
 
 
@@ -49,6 +49,7 @@ def run(args) -> int:
 
         if ahead and not args.json:  # the renderer (rich) while the workers read; else after the
             import bridge_plugins.analysis.text.summary  # noqa: F401  # analyses, its memory not beside theirs
+        analysis_starts()
         try:
             s = summarize(args.paths, top=top, workers=w, timelines=args.json and args.timelines)
         except NothingToRead as e:
