@@ -112,13 +112,9 @@ def _thread_sums_by_block(n: int, blocks: Iterator[list[np.ndarray]]) -> tuple[n
         ends = ts + dur
         open_ = pending.stack - pending.base
         k = len(open_)
-        if k:
-            local = direct_parents(
-                np.concatenate([pending.starts[open_], ts]), np.concatenate([pending.ends[open_], ends])
-            )
-        else:  # nothing open (a thread's first or only block): its columns as they are, not copies
-            local = direct_parents(ts, ends)
-        local = local[k:].astype(np.int64)
+        local = direct_parents(
+            np.concatenate([pending.starts[open_], ts]), np.concatenate([pending.ends[open_], ends])
+        )[k:].astype(np.int64)
         parent = np.where(local < k, pending.stack[np.minimum(local, k - 1)] if k else -1, at + local - k)
         parent[local < 0] = -1
         pending.add(ts, ends, dur, ids, parent)
@@ -144,16 +140,10 @@ class _Pending:
         self.stack = np.zeros(0, dtype=np.int64)  # the open events, outermost first
 
     def add(self, starts: np.ndarray, ends: np.ndarray, dur: np.ndarray, ids: np.ndarray, parent: np.ndarray) -> None:
-        """The block's events after those pending; with none pending, its arrays themselves (only read
-        here: ``child``, the one added to, is always new)."""
-        if len(self.starts):
-            starts, ends = np.concatenate([self.starts, starts]), np.concatenate([self.ends, ends])
-            dur, ids = np.concatenate([self.dur, dur]), np.concatenate([self.ids, ids])
-            parent = np.concatenate([self.parent, parent])
-            self.child = np.concatenate([self.child, np.zeros(len(starts) - len(self.child))])
-        else:
-            self.child = np.zeros(len(starts))
-        self.starts, self.ends, self.dur, self.ids, self.parent = starts, ends, dur, ids, parent
+        self.starts, self.ends = np.concatenate([self.starts, starts]), np.concatenate([self.ends, ends])
+        self.dur, self.ids = np.concatenate([self.dur, dur]), np.concatenate([self.ids, ids])
+        self.parent = np.concatenate([self.parent, parent])
+        self.child = np.concatenate([self.child, np.zeros(len(starts))])
 
     def open_at(self, last: int) -> np.ndarray:
         """The walk's stack after event ``last``: it and the chain of its parents, outermost first."""
