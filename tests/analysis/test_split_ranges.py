@@ -155,8 +155,9 @@ def test_three_ranges_gathered_by_the_workers_unit_are_one_pass(tmp_path, monkey
     with open(path, "rb") as raw, chunked.open_stream(raw, name.endswith(".gz"), 0) as fh:
         assert split_worker.read_range(fh, c, 0, lo)
     one = collect_trace(path, 1)
-    for _, (part, marks) in parts:
-        assert 0 < part.events < one.events // 2  # its range only
+    for (_, runs), at in zip(parts, (lo, hi), strict=True):
+        [(start, part, marks)] = runs  # no pieces to claim: one run, its own range
+        assert start == at and 0 < part.events < one.events // 2  # its range only
         assert merge(c, part, marks=marks)
     assert (dump(c.data), _blocks(c.data)) == (dump(one), _blocks(one))
 
@@ -296,7 +297,7 @@ def test_a_file_gone_before_its_ranges_are_read_fails_as_one_pass_does(tmp_path,
     assert str(e.value).startswith(f"{path}: ") and rereads == []
 
 
-def _die(path: str, lo: int, hi: int | None, total: int, identity: tuple, part_fd: int):
+def _die(*args):
     os._exit(9)
 
 
@@ -475,7 +476,7 @@ def test_a_range_worker_whose_memory_file_cannot_be_written_sends_its_part_throu
     size, ident = path.stat().st_size, _identity(path)
     read_only = os.open(tmp_path / "x", os.O_RDONLY | os.O_CREAT)
     try:
-        kind, (part, marks) = split_worker.collect_range(str(path), size // 2, None, size, ident, read_only)
+        kind, [(_, part, marks)] = split_worker.collect_range(str(path), size // 2, None, size, ident, read_only)
     finally:
         os.close(read_only)
     assert kind == "part" and part.events > 0 and marks

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bridge_plugins.analysis.parallel import Workers, ending, file_size, start_pool, terminate
-from bridge_plugins.analysis.trace import chunked, part_file, split_plan, split_worker
+from bridge_plugins.analysis.parallel import FORKS, Workers, ending, file_size, start_pool, terminate
+from bridge_plugins.analysis.trace import chunked, part_file, range_runs, split_plan, split_worker
 from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.merge import merge
 from bridge_plugins.analysis.trace.reader import named_errors
@@ -72,26 +72,33 @@ class Ranges:
 
         self.path = path
         self.part_fds: list[int] = []
+        self.claims: range_runs.Claims | None = None
         self.wait_end: Callable[[], None] | None = None  # set once every part is in (parallel.ending)
         with named_errors(path):
             self.raw = open_regular(path)
         try:
             with named_errors(path):
                 identity = split_worker.file_identity(self.raw)
-            # made before the workers are forked, so theirs too: where each sends its part back
+            self.starts = split_plan.range_bounds(total, ranges, head_start)
+            # made before the workers are forked, so theirs too: where each sends its part back,
+            # and the last range's pieces (range_runs.py)
             self.part_fds = [part_file.new_file() for _ in range(ranges - 1)]
+            if FORKS:
+                self.claims = range_runs.Claims.make(self.starts, total)
             # the file is open: each worker checks that it opens the same one
             self.pool: ProcessPoolExecutor | None = start_pool(ranges - 1)
         except BaseException:
             self.raw.close()
             self._close_part_files()
+            if self.claims is not None:
+                self.claims.close()
             raise
-        self.starts = split_plan.range_bounds(total, ranges, head_start)
         self.futures: list[Future] | None = None
+        ends = [*self.starts[2:], None]
         try:
             self.futures = [
-                self.pool.submit(split_worker.collect_range, str(path), lo, hi, total, identity, fd)
-                for lo, hi, fd in zip(self.starts[1:], [*self.starts[2:], None], self.part_fds, strict=True)
+                self.pool.submit(split_worker.collect_range, str(path), lo, hi, total, identity, fd, self._claims(r))
+                for r, (lo, hi, fd) in enumerate(zip(self.starts[1:], ends, self.part_fds, strict=True), 1)
             ]
         except BrokenProcessPool:  # a worker died as it started: finish() says read it again
             pass
@@ -118,9 +125,11 @@ class Ranges:
         from concurrent.futures.process import BrokenProcessPool
 
         assert self.futures is not None
-        with chunked.open_stream(self.raw, self.path.name.endswith(".gz"), 0) as fh:
-            if not split_worker.read_range(fh, c, 0, self.starts[1]):
+        with range_runs.Streams(self.raw, self.path.name.endswith(".gz")) as streams:
+            own = range_runs.read_runs(streams, c, 0, self.claims, 0, self.starts[1])
+            if own is None:
                 return False
+        runs = [(at, r.data, r.marks) for at, r in own[1:]]
         for k, (future, fd) in enumerate(zip(self.futures, self.part_fds, strict=True)):
             try:
                 kind, value = future.result()
@@ -132,9 +141,14 @@ class Ranges:
                 return False
             if kind == "error":
                 raise chunked.Unreadable(value)
-            if kind != "part" or not merge(c, value[0], marks=value[1]):
+            if kind != "part":
                 return False
-        return True
+            runs += value
+        runs.sort(key=lambda run: run[0])  # file order: each run starts at a piece's own byte
+        return all(merge(c, part, marks=marks) for _, part, marks in runs)
+
+    def _claims(self, r: int) -> tuple[range_runs.Claims, int] | None:
+        return None if self.claims is None else (self.claims, r)
 
     def close(self, done: bool = False) -> None:
         """The workers let finish (``done``: each sent its part) or stopped, and the file closed."""
@@ -148,6 +162,9 @@ class Ranges:
             self.pool = None
         self.raw.close()
         self._close_part_files()
+        if self.claims is not None:
+            self.claims.close()
+            self.claims = None
 
     def _close_part_files(self) -> None:
         for fd in self.part_fds:

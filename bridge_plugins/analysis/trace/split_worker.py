@@ -2,8 +2,9 @@
 a part for the reading process to merge (merge.py), or say why that process must read the chunk
 itself. A chunk arrives through the slots of shared memory mapped before the worker was forked,
 or, when bigger than a slot, through the pool's pipe. A range worker instead reads the file
-itself, gathers one part from all the chunks in its range of bytes (:func:`collect_range`), and
-sends it back through a memory file where it can (part_file.py).
+itself, gathers a part from the chunks in its range of bytes and one from each run of pieces it
+claims after (:func:`collect_range`, range_runs.py), and sends them back through a memory file
+where it can (part_file.py).
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from typing import Any
 
 import msgspec
 
-from bridge_plugins.analysis.trace import chunked, collect, part_file
+from bridge_plugins.analysis.trace import chunked, collect, part_file, range_runs
 from bridge_plugins.analysis.trace.collect import Collector, Record
-from bridge_plugins.analysis.trace.cutting import blocks, chunks
-from bridge_plugins.analysis.trace.header import header
 from bridge_plugins.jobdir.regular_file import open_regular
 
 SLOTS: mmap.mmap | None = None
@@ -100,26 +99,11 @@ def collect_slot(offset: int, size: int, at: int, last: bool, names: str | None 
 
 
 def read_range(fh: chunked.ByteStream, c: Collector, lo: int, hi: int | None, total: int | None = None) -> bool:
-    """Into ``c``: the chunks of ``fh`` whose first event lies at byte ``lo`` to ``hi`` (None: the
-    end), cut as one pass cuts them (the chunks before ``lo`` are cut, not decoded). False where
-    the file must be read in one process: a cut fell inside a string (one pass cuts again there),
-    or a chunk starts past ``total``, the size the plan took (a gzip trailer holds it modulo 2**32)."""
-    typed = chunked.typed_decoder(Record)
-    head, rest, offset = header(blocks(fh))
-    c.on_header(head)
-    for chunk, at, last in chunks(rest, offset, fh):
-        if total is not None and at > total:
-            return False
-        if at < lo:
-            continue
-        if hi is not None and at >= hi:
-            return True
-        try:
-            typed_ok, values = chunked.decode_chunk(chunk, typed, at, last)
-        except chunked.Truncated:
-            return False
-        chunked.deliver(typed_ok, values, c.on_event, c.on_records)
-    return True
+    """Into ``c``: the file's header, then the chunks of ``fh`` whose first event lies at byte ``lo``
+    to ``hi`` (None: the end): see range_runs.Stream.read."""
+    s = range_runs.Stream(fh, total)
+    c.on_header(s.head)
+    return s.read(c, lo, hi)
 
 
 def file_identity(fh: Any) -> tuple[int, int, int, int]:
@@ -129,14 +113,22 @@ def file_identity(fh: Any) -> tuple[int, int, int, int]:
 
 
 def collect_range(
-    path: str, lo: int, hi: int | None, total: int, identity: tuple, part_fd: int = -1
+    path: str,
+    lo: int,
+    hi: int | None,
+    total: int,
+    identity: tuple,
+    part_fd: int = -1,
+    claims: tuple[range_runs.Claims, int] | None = None,
 ) -> tuple[str, Any]:
-    """A range worker's unit: ("part", (what a Collector that never spills gathers from the range,
-    its marks)) for the reading process to merge (merge.py), or ("shared", that part as
-    part_file.dumps wrote it to the memory file ``part_fd``); ("cut", None) where the file must be
+    """A range worker's unit: ("part", [(where each run starts, what a Collector that never spills
+    gathers from it, its marks)]) for the reading process to merge (merge.py): its range, from
+    ``lo`` to ``hi``, or with ``claims`` (the pieces, and which range is its own) its range's first
+    piece and then each piece it claims (range_runs.py); or ("shared", those runs as
+    part_file.dumps wrote them to the memory file ``part_fd``); ("cut", None) where the file must be
     read in one process: another file at ``path`` than the one that process opened (``identity``),
     a cut inside a string, a file longer than ``total`` (so the ranges were wrong, and this part
-    could hold most of it), a header the fast reader does not take, or a part past a cap on its
+    could hold most of it), a header the fast reader does not take, or a run past a cap on its
     own (its order would decide); ("error", one line). What reading the file raises otherwise (a
     truncated gzip stream, say) reaches the reading process as it is."""
     c = Collector()
@@ -145,17 +137,25 @@ def collect_range(
         with open_regular(Path(path)) as raw:
             if file_identity(raw) != tuple(identity):
                 return "cut", None
-            with chunked.open_stream(raw, path.endswith(".gz"), 0) as fh:
-                if not read_range(fh, c, lo, hi, total):
+            with range_runs.Streams(raw, path.endswith(".gz"), total) as streams:
+                pieces, own = claims or (None, 0)
+                runs = range_runs.read_runs(streams, c, own, pieces, lo, hi)
+                if runs is None:
                     return "cut", None
     except chunked.NotFast:
         return "cut", None
     except chunked.Unreadable as e:
         return "error", str(e)
-    d = c.data
-    if len(d.names) >= collect.MAX_NAMES or len(d.threads) >= collect.MAX_THREADS or len(d.steps) >= collect.MAX_STEPS:
-        return "cut", None
+    for _, r in runs:
+        d = r.data
+        if (
+            len(d.names) >= collect.MAX_NAMES
+            or len(d.threads) >= collect.MAX_THREADS
+            or len(d.steps) >= collect.MAX_STEPS
+        ):
+            return "cut", None
+    parts = [(at, r.data, r.marks) for at, r in runs]
     if part_fd >= 0:
         with contextlib.suppress(OSError):  # a full memory: the pipe carries it
-            return "shared", part_file.dumps((d, c.marks), part_fd)
-    return "part", (d, c.marks)
+            return "shared", part_file.dumps(parts, part_fd)
+    return "part", parts
