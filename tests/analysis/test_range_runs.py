@@ -24,7 +24,7 @@ from bridge_plugins.analysis.trace.collect import Collector
 from bridge_plugins.analysis.trace.split import collect_trace, merge
 from tests.analysis.collected_state import dump
 from tests.analysis.event_strategies import FIXTURES
-from tests.analysis.hostile_inputs import JOB2
+from tests.analysis.hostile_inputs import CASES, JOB2
 
 SMALL = next(p for p in FIXTURES if p.name == "job128_rank0.json.gz")  # 1.8 MB of JSON
 
@@ -93,6 +93,43 @@ def test_a_walk_costlier_than_the_work_left_there_is_not_taken(monkeypatch):
         assert claims.claim(0, _At(30, 20)) == (40, 50)
     finally:
         claims.close()
+
+
+def test_a_walk_exactly_worth_the_work_left_is_taken_and_one_byte_more_is_not(monkeypatch):
+    """Range 1 (50 to 100, 5 pieces of 10): its next piece at 60 with 3 left after it, 30 bytes of
+    work; SKIP_COST 1: a walk of 30 is taken, of 31 not. And another range's last piece, with
+    nothing after it, only where the stream is at its start."""
+    monkeypatch.setattr(range_runs, "PIECE_BYTES", 10)
+    monkeypatch.setattr(range_runs, "SKIP_COST", 1.0)
+    claims = range_runs.Claims.make([0, 50], 100)
+    try:
+        assert [claims.claim(0, _At(0)) for _ in range(4)] == [(10, 20), (20, 30), (30, 40), (40, 50)]
+        assert claims.claim(0, _At(29, 20)) is None
+        assert claims.claim(0, _At(30, 20)) == (60, 70)
+        assert [claims.claim(1, _At(0)) for _ in range(2)] == [(70, 80), (80, 90)]
+        assert claims.claim(0, _At(89, 80)) is None
+        assert claims.claim(0, _At(90, 80)) == (90, None)
+    finally:
+        claims.close()
+
+
+def test_pipes_made_before_one_fails_are_closed(monkeypatch):
+    made: list[int] = []
+    real = os.pipe
+
+    def pipe():
+        if len(made) == 4:
+            raise OSError(24, "Too many open files")
+        fds = real()
+        made.extend(fds)
+        return fds
+
+    monkeypatch.setattr(os, "pipe", pipe)
+    with pytest.raises(OSError, match="Too many"):
+        range_runs.Claims.make([0, 50, 70], 100)
+    for fd in made:
+        with pytest.raises(OSError):
+            os.fstat(fd)
 
 
 def test_processes_claiming_at_once_get_every_piece_once(monkeypatch):
@@ -164,7 +201,7 @@ def test_runs_read_in_any_order_by_any_process_merge_to_one_pass(data):
         for own in range(3):
             raw, streams = _stream_of(SMALL)
             with raw, streams:
-                first = c if own == 0 else range_runs.run_collector({})
+                first = c if own == 0 else range_runs.run_collector()
                 got = range_runs.read_runs(streams, first, own, scripted, 0, None)
             assert got is not None and got[0] == (bounds[own], first)
             runs += got if own else got[1:]
@@ -173,6 +210,44 @@ def test_runs_read_in_any_order_by_any_process_merge_to_one_pass(data):
         for _, r in runs:
             assert merge(c, r.data, marks=r.marks)
         assert dump(c.data) == dump(one)
+
+
+def test_a_piece_that_starts_at_a_chunk_passed_over_is_read_from_the_beginning(monkeypatch):
+    """A piece of no chunk right after chunk X passes over X; the piece that starts exactly at X,
+    claimed next, must start the stream again (X is behind it), or X's events would be lost."""
+    monkeypatch.setattr(cutting, "BLOCK_BYTES", 1 << 14)
+    with open(SMALL, "rb") as raw, range_runs.Streams(raw, True) as streams:
+        starts = [at for _, at, _ in streams().pieces]  # where one pass's chunks start
+    x, total = starts[len(starts) // 2], split_plan.json_bytes(SMALL, SMALL.stat().st_size)
+    claims = _Scripted((), ((0, x, x + 1, x + 2, total),))
+    object.__setattr__(claims, "script", {0: [(0, 2), (0, 1), (0, 3)]})  # [x+1, x+2), then [x, x+1), then the rest
+    c = Collector()
+    with open(SMALL, "rb") as raw, range_runs.Streams(raw, True) as streams:
+        runs = range_runs.read_runs(streams, c, 0, claims, 0, None)
+    assert runs is not None and [at for at, _ in runs] == [0, x, x + 2]  # the empty run of x+1 left out
+    for _, r in runs[1:]:
+        assert merge(c, r.data, marks=r.marks)
+    assert dump(c.data) == dump(collect_trace(SMALL, 1))
+
+
+def test_a_range_stops_where_one_pass_cuts_again_and_reads_odd_chunks_as_one_pass(tmp_path, monkeypatch):
+    """A cut inside a string (strings holding what looks like an event boundary): False, the file is
+    read in one process. A chunk with a value of another type: its events as dicts, as one pass."""
+    monkeypatch.setattr(cutting, "BLOCK_BYTES", 1 << 16)
+    tricky = next(case for case in CASES if case.name == "boundaries").build(tmp_path)
+    with open(tricky, "rb") as raw, range_runs.Streams(raw, False) as streams:
+        assert streams().read(Collector(), 0, None) is False
+    data = gzip.decompress(JOB2.read_bytes())
+    at = data.index(b'"ts": ', data.index(b'"ph": "X"', len(data) // 2)) + len(b'"ts": ')
+    end = data.index(b",", at)
+    odd = tmp_path / "odd.json"
+    odd.write_bytes(data[:at] + b'"' + data[at:end] + b'"' + data[end:])  # a ts in a string
+    c = Collector()
+    with open(odd, "rb") as raw, range_runs.Streams(raw, False) as streams:
+        s = streams()
+        c.on_header(s.head)
+        assert s.read(c, 0, None) is True
+    assert dump(c.data) == dump(collect_trace(odd, 1))
 
 
 def _waiting(monkeypatch, waits: int) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import fcntl
+import itertools
 import os
 import termios
 from collections.abc import Callable, Generator
@@ -58,16 +59,15 @@ class Claims:
         """The ranges that start at ``bounds`` (the last ends at ``total``) in pieces, each pipe's
         writing end closed, so that an empty one reads as the end."""
         fds: list[int] = []
-        starts = [piece_starts(lo, hi) for lo, hi in zip(bounds, [*bounds[1:], total], strict=True)]
+        starts = [piece_starts(lo, hi) for lo, hi in itertools.pairwise([*bounds, total])]
         try:
             for pieces in starts:
                 r, w = os.pipe()
                 fds.append(r)
                 try:
-                    os.set_blocking(r, False)
                     os.write(w, bytes(range(1, len(pieces) - 1)))
                 finally:
-                    os.close(w)
+                    os.close(w)  # no writer left: a read of an empty pipe returns at once, with nothing
         except BaseException:
             for fd in fds:
                 os.close(fd)
@@ -94,25 +94,21 @@ class Claims:
         file's beginning where the stream is past it) among those worth it: where the walk costs
         less than the work left there after that piece (SKIP_COST). None: none left, or none worth
         it."""
-        try:
-            if self._left(own):
-                got = os.read(self.fds[own], 1)
-                if got:
-                    return self._piece(own, got[0])
-            worth = []
-            for r, pieces in enumerate(self.starts):
-                left = self._left(r) if r != own else 0
-                if left:
-                    start = pieces[len(pieces) - 1 - left]
-                    walk = start if s.behind(start) else max(start - s.at, 0)
-                    if SKIP_COST * walk <= (left - 1) * (pieces[-1] - pieces[0]) / (len(pieces) - 1):
-                        worth.append((walk, r))
-            for _, r in sorted(worth):
-                got = os.read(self.fds[r], 1)
-                if got:
-                    return self._piece(r, got[0])
-        except BlockingIOError:  # taken since it looked
-            return None
+        got = os.read(self.fds[own], 1)
+        if got:
+            return self._piece(own, got[0])
+        worth = []
+        for r, pieces in enumerate(self.starts):
+            left = self._left(r)
+            if left:
+                start = pieces[len(pieces) - 1 - left]
+                walk = start if s.behind(start) else max(start - s.at, 0)
+                if SKIP_COST * walk <= (left - 1) * (pieces[-1] - pieces[0]) / (len(pieces) - 1):
+                    worth.append((walk, r))
+        for _, r in sorted(worth):
+            got = os.read(self.fds[r], 1)  # nothing: taken since it looked
+            if got:
+                return self._piece(r, got[0])
         return None
 
     def close(self) -> None:
@@ -192,11 +188,11 @@ class Streams:
         self.close()
 
 
-def run_collector(head: dict) -> Collector:
-    """A collector for a run merged later: it spills nothing and marks each flush (Collector.marks)."""
+def run_collector() -> Collector:
+    """A collector for a run merged later (its header is not): it spills nothing and marks each
+    flush (Collector.marks)."""
     c = Collector()
     c.marks = {}
-    c.on_header(head)
     return c
 
 
@@ -221,7 +217,7 @@ def read_runs(
         if s.behind(a):
             s = open_stream()
         if a != end:
-            runs.append((a, run_collector(s.head)))
+            runs.append((a, run_collector()))
         if not s.read(runs[-1][1], a, b):
             return None
         end = b
