@@ -35,7 +35,7 @@ def test_pieces_cover_their_range_in_near_equal_parts(lo, length, piece):
         mp.setattr(range_runs, "PIECE_BYTES", piece)
         starts = range_runs.piece_starts(lo, lo + length)
     sizes = [b - a for a, b in zip(starts, starts[1:], strict=False)]
-    assert starts[0] == lo and starts[-1] == lo + length
+    assert starts[0] == lo and starts[-1] == lo + length and all(type(at) is int for at in starts)  # byte offsets
     assert 1 <= len(sizes) <= range_runs.MAX_PIECES
     assert max(sizes) - min(sizes) <= 1
     assert len(sizes) == range_runs.MAX_PIECES or len(sizes) == max(1, round(length / piece))
@@ -296,8 +296,10 @@ def test_a_read_in_ranges_whose_process_stalls_is_finished_by_the_other(tmp_path
     total = path.stat().st_size
     monkeypatch.setattr(range_runs, "PIECE_BYTES", split_plan.range_bounds(total, 2)[1] // 8)
     _waiting(monkeypatch, waits)
+    fds = len(os.listdir("/proc/self/fd"))
     d = collect_trace(path, 2)
     assert rereads == [] and d.read_on == 2
+    assert len(os.listdir("/proc/self/fd")) == fds  # the pipes closed with the read
     one = collect_trace(path, 1)
     assert dump(d) == dump(one)
     # the worker's own range's first piece and this process's run of the rest of that range (a gap
