@@ -31,6 +31,7 @@ from bridge_plugins.analysis.trace import (
     collect,
     cutting,
     part_file,
+    range_runs,
     read_ranges,
     split,
     split_plan,
@@ -62,7 +63,7 @@ def _range_part(pieces: list[list]) -> tuple[collect.Collected, dict]:
     """What a range worker gathers from its chunks: never spilling, noting where it would have."""
     c = Collector()
     c.marks = {}
-    c.on_header({})  # as read_range starts the file: the marks stay on
+    c.on_header({})  # as a range's stream starts the file: the marks stay on
     for piece in pieces:
         c.on_records(piece)
     return c.data, c.marks
@@ -154,7 +155,9 @@ def test_three_ranges_gathered_by_the_workers_unit_are_one_pass(tmp_path, monkey
             os.close(fd)
     c = Collector()
     with open(path, "rb") as raw, chunked.open_stream(raw, name.endswith(".gz"), 0) as fh:
-        assert split_worker.read_range(fh, c, 0, lo)
+        s = range_runs.Stream(fh)
+        c.on_header(s.head)
+        assert s.read(c, 0, lo)
     one = collect_trace(path, 1)
     for (_, runs), at in zip(parts, (lo, hi), strict=True):
         [(start, part, marks)] = runs  # no pieces to claim: one run, its own range

@@ -81,7 +81,7 @@ class Ranges:
                 identity = split_worker.file_identity(self.raw)
             self.starts = split_plan.range_bounds(total, ranges, head_start)
             # made before the workers are forked, so theirs too: where each sends its part back,
-            # and the last range's pieces (range_runs.py)
+            # and the pipes its pieces are claimed from (range_runs.py)
             self.part_fds = [part_file.new_file() for _ in range(ranges - 1)]
             if FORKS:
                 self.claims = range_runs.Claims.make(self.starts, total)
@@ -97,7 +97,7 @@ class Ranges:
         ends = [*self.starts[2:], None]
         try:
             self.futures = [
-                self.pool.submit(split_worker.collect_range, str(path), lo, hi, total, identity, fd, self._claims(r))
+                self.pool.submit(split_worker.collect_range, str(path), lo, hi, total, identity, fd, self.claims, r)
                 for r, (lo, hi, fd) in enumerate(zip(self.starts[1:], ends, self.part_fds, strict=True), 1)
             ]
         except BrokenProcessPool:  # a worker died as it started: finish() says read it again
@@ -146,9 +146,6 @@ class Ranges:
             runs += value
         runs.sort(key=lambda run: run[0])  # file order: each run starts at a piece's own byte
         return all(merge(c, part, marks=marks) for _, part, marks in runs)
-
-    def _claims(self, r: int) -> tuple[range_runs.Claims, int] | None:
-        return None if self.claims is None else (self.claims, r)
 
     def close(self, done: bool = False) -> None:
         """The workers let finish (``done``: each sent its part) or stopped, and the file closed."""

@@ -98,14 +98,6 @@ def collect_slot(offset: int, size: int, at: int, last: bool, names: str | None 
         view.release()
 
 
-def read_range(fh: chunked.ByteStream, c: Collector, lo: int, hi: int | None, total: int | None = None) -> bool:
-    """Into ``c``: the file's header, then the chunks of ``fh`` whose first event lies at byte ``lo``
-    to ``hi`` (None: the end): see range_runs.Stream.read."""
-    s = range_runs.Stream(fh, total)
-    c.on_header(s.head)
-    return s.read(c, lo, hi)
-
-
 def file_identity(fh: Any) -> tuple[int, int, int, int]:
     """What tells an open file from another one at the same path: device, inode, size, mtime."""
     st = os.fstat(fh.fileno())
@@ -119,12 +111,13 @@ def collect_range(
     total: int,
     identity: tuple,
     part_fd: int = -1,
-    claims: tuple[range_runs.Claims, int] | None = None,
+    claims: range_runs.Claims | None = None,
+    own: int = 0,
 ) -> tuple[str, Any]:
     """A range worker's unit: ("part", [(where each run starts, what a Collector that never spills
     gathers from it, its marks)]) for the reading process to merge (merge.py): its range, from
-    ``lo`` to ``hi``, or with ``claims`` (the pieces, and which range is its own) its range's first
-    piece and then each piece it claims (range_runs.py); or ("shared", those runs as
+    ``lo`` to ``hi``, or with ``claims`` (every range's pieces) range ``own``'s first piece and then
+    each piece it claims (range_runs.py); or ("shared", those runs as
     part_file.dumps wrote them to the memory file ``part_fd``); ("cut", None) where the file must be
     read in one process: another file at ``path`` than the one that process opened (``identity``),
     a cut inside a string, a file longer than ``total`` (so the ranges were wrong, and this part
@@ -138,8 +131,7 @@ def collect_range(
             if file_identity(raw) != tuple(identity):
                 return "cut", None
             with range_runs.Streams(raw, path.endswith(".gz"), total) as streams:
-                pieces, own = claims or (None, 0)
-                runs = range_runs.read_runs(streams, c, own, pieces, lo, hi)
+                runs = range_runs.read_runs(streams, c, own, claims, lo, hi)
                 if runs is None:
                     return "cut", None
     except chunked.NotFast:
