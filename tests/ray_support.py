@@ -4,8 +4,8 @@ head on the first). See docs/scale.md for the user's side of it.
 
 NeMo Run's cluster script is written for container clusters (pyxis) and a newer Slurm; the
 stand-ins in tests/helpers/ray_sbatch_shims/ (srun, scontrol; each says why) let it run here. Everything it starts runs inside the Slurm job,
-so cancelling the job (``RayCluster.stop``) stops it; ``stop`` then checks that no process of the
-cluster is left and kills any by PID.
+so cancelling the job (``RayCluster.stop``) stops it; ``stop`` then kills by PID what this cluster's
+process tracking cannot reach (it says why) and returns any other process left.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from tests.support import ROOT
 
 SHIMS = ROOT / "tests" / "helpers" / "ray_sbatch_shims"
 CLIENT_PORT = 10001
+KILL_WAIT_S = 5 + 1  # KillWait in the slurm.conf scripts/slurm/up.sh writes, and a second
 
 
 @dataclass
@@ -117,14 +118,65 @@ def start(base: Path, cluster: dict, timeout: float = 240.0) -> RayOnSlurm:
     return RayOnSlurm(ray_cluster, f"ray://{head_ip}:{CLIENT_PORT}", head_ip, temp_dir, cluster_dir / "logs", job_id)
 
 
-def stop(ray: RayOnSlurm, timeout: float = 60.0) -> list[int]:
-    """Cancel the cluster's job and wait for its processes to end; kills (by PID) and returns any left.
+def _stat(pid: int) -> tuple[str, int, int]:
+    """A process's name, parent and process group, from /proc/PID/stat."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) state"
+    return stat[stat.index("(") + 1 : stat.rindex(")")], int(fields[1]), int(fields[2])
 
-    (``RayCluster.stop()`` would also wait, 60 s, for the job to leave the queue, which it does
-    only after COMPLETING; what matters here is that no process of the cluster is left.)"""
+
+def _groups(pids: list[int]) -> set[int]:
+    """The process groups of ``pids``: Slurm tasks' (slurmstepd starts each task in a group of its own)."""
+    groups = set()
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            groups.add(_stat(pid)[2])
+    return groups - {0, 1, os.getpgid(0)}
+
+
+def _escaped(groups: set[int]) -> list[int]:
+    """The processes of ``groups`` that have init above them, not a slurmstepd: out of reach of
+    proctrack/linuxproc, which finds a step's processes by walking down from its slurmstepd."""
+    escaped = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if not proc.name.isdigit() or _stat(int(proc.name))[2] not in groups:
+                continue
+            up = int(proc.name)
+            while up > 1:
+                name, up, _ = _stat(up)
+                if name == "slurmstepd":
+                    break
+            else:
+                escaped.append(int(proc.name))
+    return escaped
+
+
+def stop(ray: RayOnSlurm, timeout: float = 60.0) -> list[int]:
+    """Cancel the cluster's job, wait for its processes to end and for it to leave the queue; kills
+    (by PID) and returns those of its processes that Slurm did not end.
+
+    The local cluster tracks a task's processes with proctrack/linuxproc (scripts/slurm/up.sh), by
+    walking down from its slurmstepd: at the SIGTERM the head's ``ray start --block`` (with its GCS
+    and autoscaler monitor) and NeMo Run's health loop's ``sleep 60`` outlive the shells that
+    started them and are re-parented to init, out of reach of the SIGKILL that follows KillWait
+    later. Left alone, Ray's end on its own timeouts ~30 s later, and the sleep holds the task's
+    output open, so the job stays COMPLETING for 60 s (slurmstepd gives up on that output then)
+    and the next test's job waits for the nodes. A real cluster tracks by cgroup, which reaches
+    them: the cluster's tasks' processes that escaped are killed here at KillWait, as it would.
+    (``RayCluster.stop()`` would wait, 60 s, for the job to leave the queue.)"""
+    groups = _groups(_cluster_processes(ray.temp_dir))
     ray.cluster.backend.delete(wait=False)
-    deadline = time.monotonic() + timeout
-    while _cluster_processes(ray.temp_dir) and time.monotonic() < deadline:
+    cancelled = time.monotonic()
+    deadline = cancelled + timeout
+    while time.monotonic() < deadline:
+        if time.monotonic() > cancelled + KILL_WAIT_S:
+            for pid in _escaped(groups):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        queued = subprocess.run(["squeue", "-h", "-j", ray.job_id], capture_output=True, text=True, check=False)
+        if not _cluster_processes(ray.temp_dir) and not queued.stdout.strip():
+            break
         time.sleep(0.2)
     left = _cluster_processes(ray.temp_dir)
     for pid in left:
