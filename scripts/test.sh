@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: set up the venv, bring up the local Slurm cluster (2 nodes,
 # scripts/slurm/up.sh) when the selected tests include Slurm tests and this machine can (root and
-# apt-get available), run pytest, and stop the daemons this script started.
-# Extra arguments go to pytest (e.g. scripts/test.sh -k controller, which starts no daemons).
+# apt-get available), run pytest, and stop the daemons this script started. With no arguments
+# pytest runs twice: the light tests (below) on two workers, then the others one at a time.
+# Extra arguments go to one pytest run (e.g. scripts/test.sh -k controller, which starts no daemons).
 # Before pytest: scripts/checks.sh (ruff, mypy, lint-imports); a failed check fails the run.
 #
 # scripts/test.sh --quick [pytest args]: the developer loop. The same checks, then the tests that
@@ -17,10 +18,14 @@ if [ "${1:-}" = "--quick" ]; then
   shift
 fi
 bash scripts/setup.sh
+# The light tests: no Slurm cluster, no real launch, not slow or big. They run on two workers, each
+# test file on one of them (module fixtures are made once, file order kept); the others one at a
+# time (real jobs, clusters and timings that two cores shared with another test would stretch).
+heavy_marks="slurm or integration or slow or big"
+light=(-m "not ($heavy_marks)" -n 2 --dist loadfile)
+heavy=(-m "$heavy_marks")
 if [ "$quick" = 1 ]; then
-  # two workers, each test file on one of them (module fixtures are made once, file order kept)
-  set -- -m "not slurm and not integration and not slow and not big" --ignore=tests/analysis/test_hta.py \
-    --ignore=tests/analysis/test_report_browser.py -n 2 --dist loadfile "$@"
+  set -- "${light[@]}" --ignore=tests/analysis/test_hta.py --ignore=tests/analysis/test_report_browser.py "$@"
   export BRIDGE_SKIP_SLURM=1
 else
   bash scripts/install_hta.sh  # test-only: HTA for the cross-check in tests/analysis/test_hta.py (~30 s)
@@ -62,8 +67,18 @@ fi
 set +e
 bash scripts/checks.sh  # ruff, mypy, lint-imports: pytest runs either way, a failed check fails the run
 checks=$?
-.venv/bin/python -m pytest -ra --durations=15 "$@"
-rc=$?
+if [ "$quick" = 0 ] && [ $# = 0 ]; then
+  # the full lane as CI runs it: the light tests (HTA's and the browser's among them: installed
+  # above) on two workers, then the heavy ones; together every test, each once
+  .venv/bin/python -m pytest -ra --durations=5 "${light[@]}"
+  rc=$?
+  .venv/bin/python -m pytest -ra --durations=15 "${heavy[@]}"
+  heavy_rc=$?
+  if [ "$rc" = 0 ]; then rc=$heavy_rc; fi
+else
+  .venv/bin/python -m pytest -ra --durations=15 "$@"
+  rc=$?
+fi
 set -e
 echo "[test] checks exit code $checks; pytest exit code $rc after $(( $(date +%s) - start )) s in all"
 if [ "$rc" = 0 ] && [ "$checks" != 0 ]; then rc=$checks; fi
