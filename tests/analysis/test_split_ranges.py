@@ -12,10 +12,12 @@ battery, and an error in the last quarter of a file, are read both ways in test_
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import multiprocessing
 import os
 import re
+import select
 import subprocess
 import sys
 import threading
@@ -309,6 +311,37 @@ def test_a_range_worker_that_dies_leaves_the_file_to_this_process(in_ranges, rer
     monkeypatch.setattr(split_worker, "collect_range", _die)  # the forked worker sees it
     two = _outcome(JOB2, 2)
     assert rereads == [JOB2]
+    assert two == _outcome(JOB2, 1)
+
+
+def test_a_range_worker_that_stalls_leaves_its_pieces_to_this_process(in_ranges, rereads, range_merges, monkeypatch):
+    """The worker waits (on a pipe, not a sleep) until this process has read its own range and then
+    claimed the worker's: the worker reads its range's first piece, this process the rest as a run
+    of its own (its second), and the two merged in file order are one pass."""
+    monkeypatch.setattr(range_runs, "PIECE_BYTES", 1 << 16)  # many pieces in a small trace
+    release_r, release_w = os.pipe()
+    parent, real = os.getpid(), range_runs.read_runs
+
+    def stalling(*args):
+        if os.getpid() != parent:  # the forked worker, holding both ends
+            os.close(release_w)
+            select.select([release_r], [], [], 60)  # readable (at its end) once this process closes it
+            return real(*args)
+        try:
+            return real(*args)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(release_w)
+
+    monkeypatch.setattr(range_runs, "read_runs", stalling)
+    try:
+        two = _outcome(JOB2, 2)
+    finally:
+        os.close(release_r)
+        with contextlib.suppress(OSError):
+            os.close(release_w)
+    assert rereads == [] and len(range_merges) == 2, range_merges  # the worker's piece, this process's second run
+    monkeypatch.setattr(range_runs, "read_runs", real)
     assert two == _outcome(JOB2, 1)
 
 
