@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -29,7 +30,6 @@ from tests.support import ROOT
 
 SHIMS = ROOT / "tests" / "helpers" / "ray_sbatch_shims"
 CLIENT_PORT = 10001
-KILL_WAIT_S = 5 + 1  # KillWait in the slurm.conf scripts/slurm/up.sh writes, and a second
 
 
 @dataclass
@@ -118,6 +118,14 @@ def start(base: Path, cluster: dict, timeout: float = 240.0) -> RayOnSlurm:
     return RayOnSlurm(ray_cluster, f"ray://{head_ip}:{CLIENT_PORT}", head_ip, temp_dir, cluster_dir / "logs", job_id)
 
 
+def _kill_wait() -> int:
+    """Slurm's KillWait, in seconds: how long after a task's SIGTERM it sends the SIGKILL."""
+    config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"^KillWait\s*=\s*(\d+) sec", config, re.M)
+    assert found, "scontrol show config lists no KillWait"
+    return int(found.group(1))
+
+
 def _stat(pid: int) -> tuple[str, int, int]:
     """A process's name, parent and process group, from /proc/PID/stat."""
     stat = Path(f"/proc/{pid}/stat").read_text()
@@ -165,12 +173,12 @@ def stop(ray: RayOnSlurm, timeout: float = 60.0) -> list[int]:
     and the next test's job waits for the nodes. A real cluster tracks by cgroup, which reaches
     them: the cluster's tasks' processes that escaped are killed here at KillWait, as it would.
     (``RayCluster.stop()`` would wait, 60 s, for the job to leave the queue.)"""
-    groups = _groups(_cluster_processes(ray.temp_dir))
+    groups, kill_wait = _groups(_cluster_processes(ray.temp_dir)), _kill_wait() + 1  # and a second
     ray.cluster.backend.delete(wait=False)
     cancelled = time.monotonic()
     deadline = cancelled + timeout
     while time.monotonic() < deadline:
-        if time.monotonic() > cancelled + KILL_WAIT_S:
+        if time.monotonic() > cancelled + kill_wait:
             for pid in _escaped(groups):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
