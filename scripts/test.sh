@@ -72,9 +72,11 @@ if [ "$quick" = 0 ] && [ $# = 0 ]; then
   # above) on two workers, then the heavy ones; together every test, each once
   .venv/bin/python -m pytest -ra --durations=5 "${light[@]}"
   rc=$?
-  .venv/bin/python -m pytest -ra --durations=15 "${heavy[@]}"
-  heavy_rc=$?
-  if [ "$rc" = 0 ]; then rc=$heavy_rc; fi
+  if [ "$rc" != 2 ]; then  # 2: interrupted (Ctrl-C), or pytest could not start: not on to the heavy ones
+    .venv/bin/python -m pytest -ra --durations=15 "${heavy[@]}"
+    heavy_rc=$?
+    if [ "$rc" = 0 ]; then rc=$heavy_rc; fi
+  fi
 else
   .venv/bin/python -m pytest -ra --durations=15 "$@"
   rc=$?
