@@ -53,6 +53,19 @@ def run(cmd: list[str], keep_output: bool = True) -> tuple[float, float, int, by
         return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, out.read()
 
 
+CALIBRATION = (
+    "import time\nt = time.perf_counter(); x = 0\nfor i in range(2_000_000): x += i\nprint(time.perf_counter() - t)"
+)
+"""A pure Python loop (2 million additions at module level) timed in a fresh process: how fast this
+host runs Python just then. It moved from 0.15 s to 0.37 s within an hour here while ``gzip -dc``
+moved by a sixth, which is why every ratio against ``gzip -dc`` says which host state it had."""
+
+
+def python_loop_s() -> float:
+    """Seconds :data:`CALIBRATION`'s loop takes now."""
+    return float(subprocess.run([sys.executable, "-c", CALIBRATION], capture_output=True, text=True, check=True).stdout)
+
+
 def summary(*args: str) -> list[str]:
     return [sys.executable, "-m", "bridge_plugins", "summary", *args]
 
@@ -66,9 +79,11 @@ def against_gzip(gzs: dict[str, Path], rounds: int) -> dict[str, tuple[dict[str,
     best: dict[str, dict[str, tuple[float, float]]] = {m: {} for m in gzs}
     walls: dict[str, dict[str, list[float]]] = {m: {} for m in gzs}
     outputs: dict[str, dict[str, bytes]] = {m: {} for m in gzs}
+    loops: list[float] = []
     for r in range(rounds):
         for mix, gz in gzs.items():
-            line = []
+            loops.append(python_loop_s())
+            line = [f"python loop {loops[-1]:.3f}s"]
             for name, cmd in [
                 ("gzip -dc", ["gzip", "-dc", str(gz)]),
                 *((n, summary(str(gz), *a)) for n, a in SUMMARY.items()),
@@ -82,6 +97,7 @@ def against_gzip(gzs: dict[str, Path], rounds: int) -> dict[str, tuple[dict[str,
                 best[mix][name] = (min(prev[0], wall), min(prev[1], cpu))
                 line.append(f"{name} {wall:.2f}s/{cpu:.2f}cpu")
             print(f"  round {r + 1} {mix}: " + ", ".join(line), flush=True)
+    print(f"\n## the Python loop (CALIBRATION) before each mix's commands: {min(loops):.3f}-{max(loops):.3f} s")
     out: dict[str, tuple[dict[str, tuple[float, float]], float]] = {}
     for mix in gzs:
         o, b, w = outputs[mix], best[mix], walls[mix]
