@@ -560,6 +560,18 @@ def test_a_file_that_cannot_be_checked_as_its_ranges_start_fails_with_its_name(i
     assert len(os.listdir("/proc/self/fd")) == before
 
 
+@pytest.mark.parametrize("merges", [True, False], ids=["merged", "read-again"])
+def test_a_read_in_ranges_leaves_no_descriptor_open(in_ranges, range_merges, rereads, monkeypatch, merges):
+    """Every descriptor a read in ranges opens is closed when it ends, merged or read again in one
+    process: the file, the workers' memory files and the pipes their pieces are claimed from."""
+    if not merges:
+        monkeypatch.setattr(read_ranges, "merge", lambda *a, **k: False)
+    before = sorted(os.listdir("/proc/self/fd"))
+    d = collect_trace(JOB2, 2)
+    assert sorted(os.listdir("/proc/self/fd")) == before
+    assert (d.read_on, rereads) == ((2, []) if merges else (1, [JOB2]))
+
+
 def test_ranges_closed_twice_close_once(in_ranges):
     """A read in ranges stopped, then stopped again (a command's way out after the collector's):
     its workers, its file and its memory files go once, the second close does nothing."""
