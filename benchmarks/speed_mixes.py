@@ -57,7 +57,7 @@ CALIBRATION = (
     "import time\nt = time.perf_counter(); x = 0\nfor i in range(2_000_000): x += i\nprint(time.perf_counter() - t)"
 )
 """A pure Python loop (2 million additions at module level) timed in a fresh process: how fast this
-host runs Python just then. It moved from 0.15 s to 0.37 s within an hour here while ``gzip -dc``
+host runs Python just then. It moved from 0.15 s to 0.43 s within an hour here while ``gzip -dc``
 moved by a sixth, which is why every ratio against ``gzip -dc`` says which host state it had."""
 
 
