@@ -102,11 +102,25 @@ if [ "${torch_now%%+*}" != "$TORCH_VERSION" ]; then
   "$PY" -m pip install -q --upgrade pip
   "$PY" -m pip install -q "${PIP_TORCH[@]}"
 fi
-want_stamp=$(cksum <pyproject.toml)
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$want_stamp" ] || ! installed bridge-plugins >/dev/null; then
-  say "installing bridge-plugins[test,docs] (editable; docs: the Sphinx tools tests/docs/ builds the site with)"
+# The native chunk reader (setup.py) is C: where no compiler is found, Debian's gcc when this is root
+# with apt-get (pip builds it with the compiler Python was built with, "cc" on Linux); else the
+# install goes on without it, and says so below.
+if ! command -v cc >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  say "no C compiler: installing Debian's gcc for the native chunk reader"
+  bash scripts/apt_install.sh gcc libc6-dev
+fi
+NATIVE=bridge_plugins/analysis/trace/_native.c
+want_stamp=$(cat pyproject.toml setup.py "$NATIVE" | cksum)
+native_built() { "$PY" -c "from bridge_plugins.analysis.trace import _native" 2>/dev/null; }
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$want_stamp" ] || ! installed bridge-plugins >/dev/null ||
+  { ! native_built && command -v cc >/dev/null 2>&1; }; then
+  say "installing bridge-plugins[test,docs] (editable, building the native chunk reader; docs: the Sphinx tools tests/docs/ builds the site with)"
   install_checkout -e ".[test,docs]"
   echo "$want_stamp" >"$STAMP"
+fi
+if ! native_built; then
+  say "note: the native chunk reader ($NATIVE) did not build: traces are read by msgspec and the Python" \
+    "loop, ~1.5-2x slower on big traces (a C compiler and Python's headers build it: bash scripts/setup.sh)"
 fi
 "$PY" -c "
 import importlib.metadata as m, torch

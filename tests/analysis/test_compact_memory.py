@@ -62,7 +62,9 @@ def test_passes_by_block_give_the_same_figures_without_reading_a_column_whole(pa
     monkeypatch.setattr(kernel_breakdown, "_CHUNK", 7)  # the by-type sweep in chunks too
     read = split.read_trace
 
-    def in_small_chunks(path, on_header, on_event, record, on_records):  # as a big file's chunks arrive
+    def in_small_chunks(
+        path, on_header, on_event, record, on_records, on_chunk=None
+    ):  # as a big file's chunks arrive (records: not the native reader)
         return read(
             path, on_header, on_event, record, lambda r: [on_records(r[i : i + 7]) for i in range(0, len(r), 7)]
         )

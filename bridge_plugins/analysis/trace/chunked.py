@@ -112,8 +112,10 @@ def read_events(
     on_event: Callable[[dict], None],
     record_type: Any = None,
     on_records: Callable[[list], None] | None = None,
+    on_chunk: Callable[[bytes | bytearray | memoryview], bool] | None = None,
 ) -> None:
-    """Read the binary stream ``fh`` (see module doc). Raises Unreadable or NotFast."""
+    """Read the binary stream ``fh`` (see module doc); ``on_chunk``: see :func:`read_chunk`. Raises
+    Unreadable or NotFast."""
     typed = None
     if record_type is not None and on_records is not None:
         typed = typed_decoder(record_type)
@@ -128,11 +130,27 @@ def read_events(
             return
         extend = None
         try:
-            typed_ok, values = decode_chunk(chunk, typed, at, last)
+            read_chunk(chunk, typed, at, last, on_event, on_records, on_chunk)
         except Truncated:
             extend = True
-            continue
-        deliver(typed_ok, values, on_event, on_records)
+
+
+def read_chunk(
+    chunk: bytes | bytearray | memoryview,
+    typed: msgspec.json.Decoder | None,
+    at: int,
+    last: bool,
+    on_event: Callable[[dict], None],
+    on_records: Callable[[list], None] | None,
+    on_chunk: Callable[[bytes | bytearray | memoryview], bool] | None = None,
+) -> None:
+    """One chunk to its reader: whole to ``on_chunk`` (the collector's native reader) where that
+    takes it (True), else decoded (:func:`decode_chunk`) and delivered (:func:`deliver`). Raises
+    Truncated or Unreadable."""
+    if on_chunk is not None and on_chunk(chunk):
+        return
+    typed_ok, values = decode_chunk(chunk, typed, at, last)
+    deliver(typed_ok, values, on_event, on_records)
 
 
 def deliver(

@@ -15,6 +15,7 @@ from collections.abc import Hashable
 from struct import pack
 
 from bridge_plugins.analysis.trace import categories as cats
+from bridge_plugins.analysis.trace import native
 from bridge_plugins.analysis.trace.collected import Collected as Collected
 from bridge_plugins.analysis.trace.kernel_types import kernel_type
 from bridge_plugins.analysis.trace.records import Args as Args
@@ -45,12 +46,14 @@ _TABLE_OF = {c: table for table, names in TABLE_CATEGORIES for c in names}
 CPU_GROUP = ("cpu",)
 """The marks' key of the cpu_corr_* columns (see ``Collector.marks``)."""
 _GPU_CATS = {c: k for k, names in enumerate((cats.KERNEL, cats.MEMCPY, cats.MEMSET)) for c in names}
+_NATIVE_CODES = native.codes(_GPU_CATS, GPU_OTHER, _TABLE_OF)
 
 
-def _extend(column: array, values: list) -> None:
+def _extend(column: array, values: list | bytearray) -> None:
     """``column.fromlist(values)``, in half the time: ``struct`` converts each number with one C
-    call where ``array.fromlist`` parses it as an argument (the same native bytes either way)."""
-    column.frombytes(pack(f"{len(values)}{column.typecode}", *values))
+    call where ``array.fromlist`` parses it as an argument (the same native bytes either way). A
+    bytearray (the native reader's) holds those bytes already."""
+    column.frombytes(values if values.__class__ is bytearray else pack(f"{len(values)}{column.typecode}", *values))
 
 
 class Collector:
@@ -75,6 +78,18 @@ class Collector:
     def on_event(self, e: dict) -> None:
         """One event as a dict (the streaming reader's and odd events' path)."""
         self.on_records([event_from_dict(e)])
+
+    def on_chunk(self, chunk: bytes | bytearray | memoryview) -> bool:
+        """A chunk (a JSON array of whole events) parsed and collected by the native reader as
+        :meth:`on_records` would collect its records; False, with nothing changed, where it leaves
+        the chunk to the Python reader (not built, or a chunk it does not take: trace/native.py)."""
+        columns = native.collect_chunk(chunk, self, self._ids, self._threads, _NATIVE_CODES)
+        if columns is None:
+            return False
+        n, gpu, mem, cpu, by_thread = columns
+        self.data.events += n
+        self._flush(gpu, mem, cpu, {c: t for t, names in self._tables(self.data) for c in names}, by_thread)
+        return True
 
     def on_records(self, records: list[Event | Skipped]) -> None:
         """Called with every chunk of a big file: written for speed (one loop, one attribute read
@@ -150,9 +165,9 @@ class Collector:
                 cpu_corr_dur.append(dur)
                 cpu_corr_thread.append(last_thread)
             if cat in old_operator and torch_annotation(name):
-                cat = "user_annotation"  # the old format's torch record_function span: an annotation
+                cat = native.ANNOTATION  # the old format's torch record_function span: an annotation
             if "ProfilerStep" in name:
-                self._profiler_step(name, cat == "user_annotation", ts, dur)
+                self._profiler_step(name, cat == native.ANNOTATION, ts, dur)
             if e.tid == op_tid and cat == op_cat and e.pid == op_pid:
                 pass  # the same thread's lists as the last table event
             elif cat in tables:
@@ -178,27 +193,29 @@ class Collector:
         return tuple((getattr(d, table), names) for table, names in TABLE_CATEGORIES)
 
     def _table_lists(
-        self, cat: str, pid: Hashable, tid: Hashable, by_thread: dict[tuple[str, int], tuple[list, list, list]]
-    ) -> tuple[list, list, list]:
+        self, cat: str, pid: Hashable, tid: Hashable, by_thread: dict[tuple[str, int], tuple], kind: type = list
+    ) -> tuple:
         """This chunk's (ts, dur, name id) lists for ``cat`` on thread (``pid``, ``tid``) (registered
-        here when first seen; threads past MAX_THREADS share one entry, and so share the lists)."""
+        here when first seen; threads past MAX_THREADS share one entry, and so share the lists);
+        ``kind`` bytearray: the native reader's columns of bytes."""
         key = (pid, tid)
         known = self._threads.get(key)
         thread = self._thread(key) if known is None else known
         lists = by_thread.get((cat, thread))
         if lists is None:
-            lists = by_thread[cat, thread] = ([], [], [])
+            lists = by_thread[cat, thread] = (kind(), kind(), kind())
         return lists
 
     def _flush(
         self,
-        gpu: tuple[list, ...],
-        mem: tuple[list, ...],
-        cpu: tuple[list, ...],
+        gpu: tuple[list | bytearray, ...],
+        mem: tuple[list | bytearray, ...],
+        cpu: tuple[list | bytearray, ...],
         tables: dict[str, ThreadColumns],
-        by_thread: dict[tuple[str, int], tuple[list, list, list]],
+        by_thread: dict[tuple[str, int], tuple],
     ) -> None:
-        """A chunk's lists into the arrays, in event order; columns past SPILL_AT to their spill files."""
+        """A chunk's lists (or the native reader's bytes) into the arrays, in event order; columns
+        past SPILL_AT to their spill files."""
         d = self.data
         if gpu[0]:
             base = len(d.gpu_ts)
@@ -208,7 +225,8 @@ class Collector:
                 _extend(column, values)
             d.gpu_count = len(d.gpu_ts)
             if mem[0]:
-                _extend(d.mem_index, [base + i for i in mem[0]])
+                index = mem[0]
+                _extend(d.mem_index, [base + i for i in (array("q", index) if type(index) is bytearray else index)])
                 _extend(d.mem_bytes, mem[1])
                 _extend(d.mem_bw, mem[2])
         marks = self.marks

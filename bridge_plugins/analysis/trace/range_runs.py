@@ -156,10 +156,9 @@ class Stream:
             if at < lo:
                 continue
             try:
-                typed_ok, values = chunked.decode_chunk(chunk, self.typed, at, last)
+                chunked.read_chunk(chunk, self.typed, at, last, c.on_event, c.on_records, c.on_chunk)
             except chunked.Truncated:
                 return False
-            chunked.deliver(typed_ok, values, c.on_event, c.on_records)
 
 
 class Streams:

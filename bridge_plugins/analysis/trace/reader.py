@@ -216,11 +216,12 @@ def read_trace(
     on_event: Callable[[dict], None],
     record_type: object = None,
     on_records: Callable[[list], None] | None = None,
+    on_chunk: Callable[[bytes | bytearray | memoryview], bool] | None = None,
 ) -> None:
     """Call ``on_header(header)``, then, for every element of traceEvents that is an object, either
     ``on_records(list of records)`` per chunk (decoded as ``record_type``, a msgspec Struct of the
     fields the caller reads: the fast path) or ``on_event(dict)`` (where a value has an unexpected type, and in the
-    streaming reader).
+    streaming reader); with ``on_records``, ``on_chunk(chunk)`` first where given (chunked.read_chunk).
 
     ``on_header`` starts the file: it is called again, and the caller must drop what it gathered,
     if the file is reread another way. Raises TraceError for a file that is missing, not gzip,
@@ -228,12 +229,12 @@ def read_trace(
     """
     path = Path(path)
     if record_type is None or on_records is None:
-        record_type, on_records = None, None
+        record_type, on_records, on_chunk = None, None, None
     with named_errors(path):
         if chunked is not None:
             try:
                 with open_regular(path) as raw, chunked.open_stream(raw, path.name.endswith(".gz")) as fh:
-                    chunked.read_events(fh, on_header, on_event, record_type, on_records)
+                    chunked.read_events(fh, on_header, on_event, record_type, on_records, on_chunk)
                 return
             except chunked.NotFast:
                 pass

@@ -141,10 +141,9 @@ class _Split:
     def read_here(self, data: bytes | memoryview, at: int, last: bool) -> bool:
         """The chunk, read in this process as :func:`chunked.read_events` reads it."""
         try:
-            typed_ok, values = chunked.decode_chunk(data, self.typed, at, last)
+            chunked.read_chunk(data, self.typed, at, last, self.c.on_event, self.c.on_records, self.c.on_chunk)
         except chunked.Truncated:
             return False
-        chunked.deliver(typed_ok, values, self.c.on_event, self.c.on_records)
         return True
 
 
@@ -196,7 +195,7 @@ def collect_trace(path: Path, jobs: int = 1) -> Collected:
                 return c.data
     if ranges is not None and ranges.finish(c):
         return c.data
-    read_trace(path, c.on_header, c.on_event, Record, c.on_records)  # on_header starts c afresh
+    read_trace(path, c.on_header, c.on_event, Record, c.on_records, c.on_chunk)  # on_header starts c afresh
     return c.data
 
 

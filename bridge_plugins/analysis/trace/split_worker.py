@@ -43,21 +43,24 @@ def collect_chunk(chunk: bytes | memoryview, at: int, last: bool, names: str | N
     of an unexpected type sends the chunk to the dict path, which this process takes itself, as one
     pass would; ("cut", None) when the chunk must be cut again; ("error", one line)."""
     global _typed
-    if _typed is None:
-        _typed = chunked.typed_decoder(Record)
-    try:
-        typed_ok, records = chunked.decode_chunk(chunk, _typed, at, last)
-    except chunked.Truncated:
-        return "cut", None
-    except chunked.Unreadable as e:
-        return "error", str(e)
-    if not typed_ok:
-        return "here", None
     try:
         frozen = None if names is None else _frozen_ids(names)
     except (OSError, msgspec.DecodeError):  # gone or damaged: the part carries its names, as before
         frozen = None
-    return part_of(records, frozen)
+    c, base = _part_collector(frozen)
+    if not c.on_chunk(chunk):
+        if _typed is None:
+            _typed = chunked.typed_decoder(Record)
+        try:
+            typed_ok, records = chunked.decode_chunk(chunk, _typed, at, last)
+        except chunked.Truncated:
+            return "cut", None
+        except chunked.Unreadable as e:
+            return "error", str(e)
+        if not typed_ok:
+            return "here", None
+        c.on_records(records)
+    return _part(c, frozen, base)
 
 
 def part_of(records: list, frozen: dict[str, int] | None = None) -> tuple[str, Any]:
@@ -69,13 +72,24 @@ def part_of(records: list, frozen: dict[str, int] | None = None) -> tuple[str, A
     the chunk's events then get their final ids here, and a name not among them its shared entry,
     as that process would give it. ("frozen", (the part, with only those shared entries in
     ``names``, and the id the first of them has)): no name crosses the pipe or is hashed twice."""
+    c, base = _part_collector(frozen)
+    c.on_records(records)
+    return _part(c, frozen, base)
+
+
+def _part_collector(frozen: dict[str, int] | None) -> tuple[Collector, int]:
+    """A fresh collector for a part (with ``frozen``: see :func:`part_of`), and its first shared id."""
     c = Collector()
     base = 0
     if frozen is not None:
         base = len(frozen)
         c._ids = frozen  # full: the collector only reads it (Collector._id)
         c.data.names = [""] * base  # stand-ins: the shared entries made here get ids from base on
-    c.on_records(records)
+    return c, base
+
+
+def _part(c: Collector, frozen: dict[str, int] | None, base: int) -> tuple[str, Any]:
+    """What :func:`part_of` returns of the collector ``c``, once fed."""
     d = c.data
     if frozen is not None:
         d.names = d.names[base:]
