@@ -235,6 +235,10 @@ def test_what_is_not_plain_json_is_left_to_msgspec(chunk):
         (b"1682725898236567.123", 1682725898236567.123),  # past the exact quotient: strtod
         (b"2.5e-310", 2.5e-310),  # a subnormal
         (b"1E+2", 100.0),
+        (b"5567386262917.713", 5567386262917.713),  # 16 digits under 2**53: the exact quotient
+        (b"90071992547409.93", 90071992547409.93),  # digits past 2**53: a double of them would round twice
+        (b"1844674407370955.1615", 1844674407370955.1615),  # 20 digits: past a uint64's sure range
+        (b"1844674407370955162.1", 1844674407370955162.1),  # 20 digits past 2**64: a uint64 of them wraps to 5
         (
             b"0." + b"0" * 22 + b"1",
             1e-23,

@@ -204,8 +204,9 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1
                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 /* A number token as the nearest double, as msgspec reads it into a float field: an integer token
- * through int64 (so "-0" is 0.0), else correctly rounded (an exact quotient when both parts are
- * exact doubles, glibc's strtod otherwise). FAIL when it is not finite. */
+ * through int64 (so "-0" is 0.0), else correctly rounded: the quotient of its digits by a power of
+ * ten where both are exact doubles (digits at most 2**53, the power at most 10**22: one correctly
+ * rounded division), glibc's strtod otherwise. FAIL when it is not finite. */
 static int token_double(span tok, int integer, double *out) {
     if (integer) {
         int64_t i;
@@ -221,11 +222,11 @@ static int token_double(span tok, int integer, double *out) {
         if (*p == '.') { frac = 1; continue; }
         if (*p == 'e' || *p == 'E') { plain = 0; break; }
         if (m || *p != '0') digits++;
-        if (digits > 15) { plain = 0; break; }
+        if (digits > 19) { plain = 0; break; } /* past what a uint64 holds for sure */
         m = m * 10 + (uint64_t)(*p - '0');
         if (frac) frac++;
     }
-    if (plain) {
+    if (plain && m <= (1ULL << 53)) {
         int k = frac ? frac - 1 : 0;
         if (k <= 22) {
             double v = (double)m / POW10[k];
