@@ -70,6 +70,33 @@ class Part(Generic[T]):
             self.pid = None
 
 
+class Claim:
+    """A piece of work that either process may do, whichever reaches it first (the analyses' parts
+    take different times on different traces): a pipe holding one byte, made before the fork and
+    with its write end closed, so that the first :meth:`take` reads the byte and every later one,
+    in either process, reads the end (a pipe's reads are atomic: never both). A context manager:
+    closed on the way out (the child leaves with ``os._exit``, which closes it there)."""
+
+    def __init__(self) -> None:
+        self.fd, w = os.pipe()
+        try:
+            os.write(w, b"1")
+        finally:
+            os.close(w)
+
+    def take(self) -> bool:
+        """True for the first caller in either process, False for every other."""
+        return os.read(self.fd, 1) == b"1"
+
+    def __enter__(self) -> Claim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 EXITING: list[int] = []
 """Children that sent their result, not yet reaped: their exit (unmapping what they wrote) takes
 ~5 ms that the analyses need not wait for. Reaped at the next fork, and when this process exits."""

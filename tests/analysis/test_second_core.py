@@ -188,3 +188,88 @@ def test_a_traces_entry_is_the_same_from_its_child_from_a_failed_child_and_from_
     monkeypatch.setattr(second_core, "_child", lambda fn, w: os._exit(1))
     assert entry(2) == one and len(forks) == 2
     assert '"attribution": {' in one and '"launches": {' in one  # the child's part is in it
+
+
+def test_a_claim_goes_to_exactly_one_process_whichever_asks_first():
+    """Second_core.Claim: the first take in either process gets it, every later one does not."""
+    for first_here in (True, False):
+        with second_core.Claim() as claim:
+            to_child, to_parent = os.pipe(), os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                if first_here:
+                    os.read(to_child[0], 1)  # it asks once the parent has
+                os.write(to_parent[1], b"1" if claim.take() else b"0")
+                os._exit(0)
+            if first_here:
+                here = claim.take()
+                os.write(to_child[1], b"1")
+                child = os.read(to_parent[0], 1)
+            else:
+                child = os.read(to_parent[0], 1)
+                here = claim.take()
+            os.waitpid(pid, 0)
+            for fd in (*to_child, *to_parent):
+                os.close(fd)
+            assert (here, child) == ((True, b"0") if first_here else (False, b"1"))
+            assert not claim.take()  # and nobody after
+        assert claim.fd == -1
+
+
+class _ChildFirst(second_core.Claim):
+    """A claim the forked child always reaches first: the parent's take waits until the child has
+    asked (or has ended), on a pipe, not a clock."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parent = os.getpid()
+        self.asked_r, self.asked_w = os.pipe()
+
+    def take(self) -> bool:
+        if os.getpid() != self.parent:  # the child
+            got = super().take()
+            os.write(self.asked_w, b"1")
+            return got
+        if self.asked_w >= 0:
+            os.close(self.asked_w)  # the child's copy stays open until it has asked or ended
+            self.asked_w = -1
+            os.read(self.asked_r, 1)
+        return super().take()
+
+
+@pytest.mark.parametrize("child_fails", [False, True])
+def test_the_operator_table_is_the_same_made_by_the_child_or_here(child_fails, monkeypatch):
+    """chrome.py's operator table goes to whichever process reaches it first: the child's (it
+    claimed it) is the table this process makes; a child that claimed it and then failed leaves
+    it to this process, which makes it after all."""
+    from bridge_plugins.analysis import chrome
+    from bridge_plugins.analysis.analyzers import op_tables
+    from bridge_plugins.analysis.jsonable import dumps
+    from bridge_plugins.analysis.trace.split import collect_trace
+    from tests.analysis.hostile_inputs import JOB2
+
+    if not JOB2.exists():
+        pytest.skip("needs the shared GPU trace fixtures")
+
+    def entry(read_on: int) -> str:
+        d = collect_trace(JOB2, 1)
+        d.spill_rest()
+        d.read_on = read_on
+        return dumps(chrome._analyzed(d, JOB2))
+
+    one = entry(1)
+    made_in: list[int] = []
+    real_cpu_ops = op_tables.cpu_ops
+    parent = os.getpid()
+
+    def cpu_ops(d):
+        if os.getpid() != parent and child_fails:
+            raise RuntimeError("the child fails after claiming the table")
+        made_in.append(os.getpid())
+        return real_cpu_ops(d)
+
+    monkeypatch.setattr(op_tables, "cpu_ops", cpu_ops)
+    monkeypatch.setattr(second_core, "Claim", _ChildFirst)
+    assert entry(2) == one
+    # made in the child (its appends are not seen here), or, where it failed, here after all
+    assert made_in == ([parent] if child_fails else [])
