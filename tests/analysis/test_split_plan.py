@@ -165,6 +165,16 @@ def test_idle_cores_between_two_samples():
     assert split_plan.idle_cores(2, None, (105, 1060)) is None
 
 
+def test_no_more_cores_are_free_beside_this_process_than_the_others():
+    """Both of 2 CPUs idle between the samples (this process waited on a read, or a page fault):
+    one is still this process's to read on, so at most 1 is free beside it, and a 2-core machine
+    never reads a 3 GB trace chunk by chunk (its reading process would cut and merge as much as
+    one process reads: the same 11-14 s, and 236-253 MB at its peak against 237 MB)."""
+    assert split_plan.idle_cores(2, (100, 1000), (160, 1060)) == 1.0
+    assert split_plan.idle_cores(8, (100, 1000), (160, 1060)) == 7.0
+    assert split_plan.split_workers(3 << 30, 2, split_plan.idle_cores(2, (100, 1000), (160, 1060)), None) == 1
+
+
 def test_the_cores_free_are_measured_where_proc_stat_allows(monkeypatch):
     """Busy beside this process since it started: 0 free, whatever the load average says."""
     monkeypatch.setattr(cpu_idle, "STARTED", (1000, 10_000))

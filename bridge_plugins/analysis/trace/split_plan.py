@@ -184,10 +184,12 @@ tell a core left idle from one kept busy: 16 early plans beside one CPU hog meas
 
 def idle_cores(usable: int, before: tuple[int, int] | None, now: tuple[int, int] | None) -> float | None:
     """The cores idle between two samples of :func:`cpu_idle.cpu_ticks`: this process was busy then
-    (starting, importing), so what was idle is free beside it. None where they say too little."""
+    (starting, importing), so what was idle is free beside it; at most ``usable - 1``, where this
+    process waited (a read, a page fault) and every CPU looked idle: one is its own to read on.
+    None where they say too little."""
     if before is None or now is None or now[1] - before[1] < MIN_TICKS:
         return None
-    return usable * (now[0] - before[0]) / (now[1] - before[1])
+    return min(usable - 1.0, usable * (now[0] - before[0]) / (now[1] - before[1]))
 
 
 def _usable_and_load() -> tuple[int, float]:
