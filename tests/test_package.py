@@ -1,14 +1,18 @@
-"""The package's shape: public imports that must keep working, no module shadowed by a name, and
-nothing loose at the top of ``bridge_plugins/`` (each module lives in the package of its role)."""
+"""The package's shape: public imports that must keep working, no module shadowed by a name,
+nothing loose at the top of ``bridge_plugins/`` (each module lives in the package of its role), and
+the native reader built."""
 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import re
 import subprocess
 import sys
 import types
+
+import pytest
 
 from tests.support import ROOT, clean_env
 
@@ -89,3 +93,14 @@ def test_no_test_module_is_imported_as_a_library():
     pattern = re.compile(r"^\s*(from|import)\s+tests\.[\w.]*\btest_\w*", re.MULTILINE)
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py") if pattern.search(p.read_text())]
     assert offenders == []
+
+
+def test_the_native_reader_is_built_where_the_tests_run():
+    """scripts/setup.sh builds it (and installs a compiler where none is), so the suite reads chunks
+    both ways (tests/analysis/test_native_reader.py skips where it is missing: this says so)."""
+    from bridge_plugins.analysis.trace import native
+
+    if os.environ.get("BRIDGE_PLUGINS_NATIVE") == "0":
+        pytest.skip("switched off by BRIDGE_PLUGINS_NATIVE=0")
+    assert native._native is not None, "bridge_plugins/analysis/trace/_native.c is not built: bash scripts/setup.sh"
+    assert native._native.__file__.endswith(".so")
