@@ -319,3 +319,16 @@ def test_every_real_trace_collects_the_same_either_way(path, monkeypatch):
     with_native = dump(collect_trace(path, 1))
     monkeypatch.setattr(native, "_native", None)
     assert dump(collect_trace(path, 1)) == with_native
+
+
+@pytest.mark.parametrize("names", range(500, 516))
+def test_an_old_format_annotation_where_the_string_cache_grows(names):
+    """The reader's per-chunk string cache grows at 512 entries; an old-format ``Operator`` named
+    like a torch span is read as an annotation at that moment too (its entries must still hold:
+    under AddressSanitizer, a stale one is a use after free)."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{k}", "pid": 1, "tid": 1, "ts": k, "dur": 1} for k in range(names)
+    ]
+    events.append({"ph": "X", "cat": "Operator", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 1000, "dur": 5})
+    events.append({"ph": "X", "cat": "Operator", "name": "ProfilerStep#8", "pid": 1, "tid": 2, "ts": 2000, "dur": 5})
+    assert _same_either_way(as_chunk(events, None, False))

@@ -563,7 +563,8 @@ static int cache_grow(strcache *c) {
     return 0;
 }
 
-/* The cache's entry for the bytes ``s`` (valid UTF-8, checked in the first pass), made on first use. */
+/* The cache's entry for the bytes ``s`` (valid UTF-8, checked in the first pass), made on first use.
+ * It may grow the cache: an entry got before is then gone (take what it holds first). */
 static entry *cache_get(strcache *c, span s) {
     if (c->slots == NULL || c->used * 2 >= c->mask) {
         if (cache_grow(c)) return NULL;
@@ -702,7 +703,17 @@ static int collect_events(state *st, ev *evs, Py_ssize_t count) {
     int last_thread = -1;
     idval last_pid = {V_UNSEEN, 0, {NULL, 0}}, last_tid = last_pid, op_pid = last_pid, op_tid = last_pid;
     int ok = -1;
+    /* The annotation's code, looked up here: a cache_get in the loop could grow the cache and leave
+     * the entries in hand (name_en) pointing into the freed slots. */
+    long annotation_code = CAT_GPU_KIND;
     if (ops == NULL) return -1;
+    PyObject *known_code = PyDict_GetItemWithError(st->codes, st->annotation);
+    if (known_code != NULL) {
+        annotation_code = PyLong_AsLong(known_code);
+        if (annotation_code == -1 && PyErr_Occurred()) goto done;
+    } else if (PyErr_Occurred()) {
+        goto done;
+    }
     if (refresh_other(st)) goto done;
     for (Py_ssize_t k = 0; k < count; k++) {
         ev *e = &evs[k];
@@ -766,12 +777,8 @@ static int collect_events(state *st, ev *evs, Py_ssize_t count) {
             Py_DECREF(m);
             if (hit) {
                 cat = st->annotation; /* the old format's torch record_function span: an annotation */
-                entry *a = cache_get(&cache, (span){"user_annotation", 15});
-                if (a == NULL) goto done;
-                long acode = cat_code(st, a);
-                if (acode < 0) goto done;
                 annotation = 1;
-                table = acode & CAT_TABLE;
+                table = annotation_code & CAT_TABLE;
             }
         }
         if (name_en->key.n >= 12 && memmem(name_en->key.p, (size_t)name_en->key.n, "ProfilerStep", 12) != NULL) {
