@@ -13,6 +13,7 @@ import pytest
 
 from bridge_plugins.analysis import second_core
 from bridge_plugins.analysis.trace.spill import Spill
+from tests.analysis.hostile_inputs import JOB2
 
 pytestmark = pytest.mark.skipif(not second_core.FORKS, reason="forks on Linux only")
 
@@ -160,11 +161,6 @@ def test_a_traces_entry_is_the_same_from_its_child_from_a_failed_child_and_from_
     """chrome.py: forked, the child joins the GPU events to their launches itself (this process has
     not yet); a child that fails leaves its part to this process, whose join took the collector's
     columns: it must use that join, not join the emptied columns again."""
-    from bridge_plugins.analysis import chrome
-    from bridge_plugins.analysis.jsonable import dumps
-    from bridge_plugins.analysis.trace.split import collect_trace
-    from tests.analysis.hostile_inputs import JOB2
-
     if not JOB2.exists():
         pytest.skip("needs the shared GPU trace fixtures")
     forks: list[int] = []
@@ -176,17 +172,11 @@ def test_a_traces_entry_is_the_same_from_its_child_from_a_failed_child_and_from_
 
     monkeypatch.setattr(second_core.Part, "fork", fork)
 
-    def entry(read_on: int) -> str:
-        d = collect_trace(JOB2, 1)
-        d.spill_rest()
-        d.read_on = read_on
-        return dumps(chrome._analyzed(d, JOB2))
-
-    one = entry(1)
+    one = _entry(1)
     assert forks == []
-    assert entry(2) == one and len(forks) == 1
+    assert _entry(2) == one and len(forks) == 1
     monkeypatch.setattr(second_core, "_child", lambda fn, w: os._exit(1))
-    assert entry(2) == one and len(forks) == 2
+    assert _entry(2) == one and len(forks) == 2
     assert '"attribution": {' in one and '"launches": {' in one  # the child's part is in it
 
 
@@ -216,6 +206,18 @@ def test_a_claim_goes_to_exactly_one_process_whichever_asks_first():
         assert claim.fd == -1
 
 
+def _entry(read_on: int) -> str:
+    """JOB2's trace entry as JSON, its analyses forked where ``read_on`` > 1 (chrome.py)."""
+    from bridge_plugins.analysis import chrome
+    from bridge_plugins.analysis.jsonable import dumps
+    from bridge_plugins.analysis.trace.split import collect_trace
+
+    d = collect_trace(JOB2, 1)
+    d.spill_rest()
+    d.read_on = read_on
+    return dumps(chrome._analyzed(d, JOB2))
+
+
 class _ChildFirst(second_core.Claim):
     """A claim the forked child always reaches first: the parent's take waits until the child has
     asked (or has ended), on a pipe, not a clock."""
@@ -242,22 +244,12 @@ def test_the_operator_table_is_the_same_made_by_the_child_or_here(child_fails, m
     """chrome.py's operator table goes to whichever process reaches it first: the child's (it
     claimed it) is the table this process makes; a child that claimed it and then failed leaves
     it to this process, which makes it after all."""
-    from bridge_plugins.analysis import chrome
     from bridge_plugins.analysis.analyzers import op_tables
-    from bridge_plugins.analysis.jsonable import dumps
-    from bridge_plugins.analysis.trace.split import collect_trace
-    from tests.analysis.hostile_inputs import JOB2
 
     if not JOB2.exists():
         pytest.skip("needs the shared GPU trace fixtures")
 
-    def entry(read_on: int) -> str:
-        d = collect_trace(JOB2, 1)
-        d.spill_rest()
-        d.read_on = read_on
-        return dumps(chrome._analyzed(d, JOB2))
-
-    one = entry(1)
+    one = _entry(1)
     made_in: list[int] = []
     real_cpu_ops = op_tables.cpu_ops
     parent = os.getpid()
@@ -270,6 +262,6 @@ def test_the_operator_table_is_the_same_made_by_the_child_or_here(child_fails, m
 
     monkeypatch.setattr(op_tables, "cpu_ops", cpu_ops)
     monkeypatch.setattr(second_core, "Claim", _ChildFirst)
-    assert entry(2) == one
+    assert _entry(2) == one
     # made in the child (its appends are not seen here), or, where it failed, here after all
     assert made_in == ([parent] if child_fails else [])
